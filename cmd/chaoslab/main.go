@@ -1,0 +1,14 @@
+// Command chaoslab replays real outages against real coordination services.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaoslab:", err)
+		os.Exit(exitCode(err))
+	}
+}

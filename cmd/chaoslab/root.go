@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
+)
+
+// errExpectation is returned when a run completed but did not meet the
+// scenario's expectation: exit status 1, the report says why.
+var errExpectation = errors.New("the run did not meet the scenario's expectation")
+
+func exitCode(err error) int {
+	if errors.Is(err, errExpectation) {
+		return 1
+	}
+	return 2
+}
+
+func run() error {
+	// Scenarios name case records; the loader checks they exist.
+	scenarios.CaseChecker = func(id string) error {
+		_, err := seeds.Get(id)
+		return err
+	}
+	var verbose bool
+	root := &cobra.Command{
+		Use:   "chaoslab",
+		Short: "Replay real outages against real ZooKeeper, etcd and Consul",
+		Long: `chaoslab turns public post-mortems into executable scenarios: it starts real
+servers, drives real client workloads, injects the incident's faults, and
+writes a report whose verdict says whether the incident reproduced.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+		},
+	}
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	root.AddCommand(listCmd(), showCmd(), validateCmd(), runCmd(), reportCmd(), agentCmd())
+	return root.ExecuteContext(context.Background())
+}

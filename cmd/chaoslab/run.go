@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chaoslab/chaoslab/harness/runner"
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
+)
+
+func runCmd() *cobra.Command {
+	var (
+		variant string
+		seed    int64
+		out     string
+		backend string
+	)
+	cmd := &cobra.Command{
+		Use:   "run ID|FILE",
+		Short: "Replay a scenario on real servers and write its report",
+		Long: `Replay a scenario: start the servers, run the client workload of each
+variant, inject the incident's faults, measure, and write a report to
+OUT/<scenario>-<time>/ (report.json, report.md, index.html).
+
+Exit status: 0 when the run met the scenario's expectation (for both
+variants: REPRODUCED), 1 when it completed without meeting it, 2 when the
+lab itself failed. Ctrl-C stops the run, cleans up every process and cgroup
+it started, and still writes a report marked aborted.`,
+		Example: `  chaoslab run il-0587-zk-treecache-reconnect-storm
+  chaoslab run IL-0587 --variant mitigated --seed 7
+  chaoslab run ./my-scenario.yaml --out /tmp/runs`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := scenarios.Find(args[0])
+			if err != nil {
+				return err
+			}
+			var variants []string
+			switch variant {
+			case "", "both", "all":
+			default:
+				variants = strings.Split(variant, ",")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				if cmd.Context().Err() == nil {
+					slog.Warn("interrupted: stopping the run, cleaning up and writing an aborted report (Ctrl-C again does not skip the cleanup)")
+				}
+			}()
+			rerun := fmt.Sprintf("chaoslab run %s --seed %d", s.ID, seed)
+			if variant != "" && variant != "both" {
+				rerun += " --variant " + variant
+			}
+			r, err := runner.Run(ctx, s, runner.Options{Variants: variants, Seed: seed, OutDir: out, Backend: backend, Rerun: rerun})
+			if r != nil && r.Dir != "" {
+				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
+			}
+			if err != nil {
+				return err
+			}
+			if !r.ExpectationMet {
+				return errExpectation
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&variant, "variant", "both", "vulnerable, mitigated or both")
+	f.Int64Var(&seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
+	f.StringVar(&out, "out", "out/runs", "parent folder of the run's report folder")
+	f.StringVar(&backend, "backend", "local", "where the servers run: local (processes on this machine)")
+	return cmd
+}
+
+func reportCmd() *cobra.Command {
+	var scenario string
+	cmd := &cobra.Command{
+		Use:   "report DIR|report.json",
+		Short: "Load a report, re-check its verdict and print its summary",
+		Long: `Load a report written by 'chaoslab run', judge its stored measurements
+again (optionally against another version of the scenario, to ask whether an
+old run passes new hypotheses), and print the summary. --write rewrites
+report.md and index.html.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := reports.Load(args[0])
+			if err != nil {
+				return err
+			}
+			var s *scenarios.Scenario
+			if scenario != "" {
+				if s, err = scenarios.Find(scenario); err != nil {
+					return err
+				}
+			}
+			before := r.Verdict
+			if _, _, err := r.Recheck(s); err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
+			if before != r.Verdict {
+				fmt.Fprintf(cmd.OutOrStdout(), "re-checked verdict %s differs from the stored one (%s)\n", r.Verdict, before)
+			}
+			if !r.ExpectationMet {
+				return errExpectation
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&scenario, "scenario", "", "judge against this scenario (id or file) instead of the one stored in the report")
+	return cmd
+}
+
+var _ = errors.New
+var _ = context.Background

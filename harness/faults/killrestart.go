@@ -1,0 +1,44 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// KillRestart kills the target's process (SIGKILL) and starts it again with
+// the same configuration and data after the duration: a crashed server that
+// a supervisor brings back.
+type KillRestart struct {
+	// StartTimeout bounds the restart (default 60s).
+	StartTimeout time.Duration
+}
+
+func init() { Register(KillRestart{}) }
+
+func (KillRestart) Name() string { return "kill-restart" }
+
+func (KillRestart) Available(t Target) error {
+	if t == nil {
+		return fmt.Errorf("kill-restart: no target")
+	}
+	return nil
+}
+
+func (k KillRestart) Inject(ctx context.Context, t Target, d time.Duration) error {
+	if err := t.Kill(); err != nil {
+		return fmt.Errorf("kill %s: %w", t.Name(), err)
+	}
+	sleep(ctx, d)
+	timeout := k.StartTimeout
+	if timeout == 0 {
+		timeout = 60 * time.Second
+	}
+	// Restore even when the run is being interrupted.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := t.Restart(rctx); err != nil {
+		return fmt.Errorf("restart %s: %w", t.Name(), err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Pause stops the target's process (SIGSTOP) and continues it (SIGCONT)
+// after the duration: the stand-in for a server stalled by CPU starvation or
+// a long GC pause. The process keeps its sockets; peers and clients see
+// silence, not a closed connection.
+type Pause struct{}
+
+func init() { Register(Pause{}) }
+
+func (Pause) Name() string { return "pause" }
+
+func (Pause) Available(t Target) error {
+	if t == nil {
+		return fmt.Errorf("pause: no target")
+	}
+	return nil
+}
+
+func (Pause) Inject(ctx context.Context, t Target, d time.Duration) error {
+	if err := t.Pause(); err != nil {
+		return fmt.Errorf("pause %s: %w", t.Name(), err)
+	}
+	sleep(ctx, d)
+	if err := t.Resume(); err != nil {
+		return fmt.Errorf("resume %s: %w", t.Name(), err)
+	}
+	return nil
+}

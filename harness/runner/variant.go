@@ -1,0 +1,314 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/limits"
+	"github.com/chaoslab/chaoslab/harness/zkensemble"
+	"github.com/chaoslab/chaoslab/harness/zkmirror"
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
+)
+
+type variantRun struct {
+	s     *scenarios.Scenario
+	name  string
+	vr    *reports.VariantResult
+	seed  int64
+	dir   string
+	runID string
+	opts  Options
+	log   *slog.Logger
+
+	t0        time.Time
+	zkVersion string
+
+	mu     sync.Mutex
+	events []reports.Event
+}
+
+func (v *variantRun) clock(t time.Time) float64 { return t.Sub(v.t0).Seconds() }
+
+func (v *variantRun) event(kind, source, detail string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.events = append(v.events, reports.Event{T: v.clock(time.Now()), Kind: kind, Source: source, Detail: detail})
+	v.log.Info(kind, "source", source, "detail", detail, "t", fmt.Sprintf("%.1fs", v.clock(time.Now())))
+}
+
+// run executes the variant. Every process, cgroup and server it started is
+// gone when it returns, whatever happened.
+func (v *variantRun) run(ctx context.Context) (err error) {
+	logDir := filepath.Join(v.dir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("create log dir: %w", err)
+	}
+	w := v.vr.Workload
+	topo := v.s.Topology.ZooKeeper
+	v.t0 = time.Now()
+	v.vr.StartedAt = v.t0
+
+	mgr, err := limits.NewManager(v.runID, v.log)
+	if err != nil {
+		return fmt.Errorf("create cgroups: %w", err)
+	}
+	defer func() { err = errors.Join(err, mgr.Close()) }()
+	if mgr.Mode() == limits.ModeNone {
+		v.event("note", "limits", "no cgroup can be used here ("+mgr.Reason()+"): memory and CPU limits are NOT enforced; memory growth is still measured")
+	}
+
+	// Servers.
+	ens, err := zkensemble.Start(ctx, zkensemble.Options{
+		Servers: topo.Servers, TickMS: topo.TickMS, InitLimit: topo.InitLimit, SyncLimit: topo.SyncLimit,
+		HeapMB: topo.HeapMB, MaxClientCnxns: topo.MaxClientCnxns, Dir: v.dir, Logger: v.log,
+	})
+	if err != nil {
+		return fmt.Errorf("start ensemble: %w", err)
+	}
+	defer func() { err = errors.Join(err, ens.Close()) }()
+	v.event("health", "ensemble", "all members serving, one leader")
+	if ver, err := ens.Members[0].Version(ctx); err == nil {
+		v.zkVersion = ver
+	}
+
+	// Seed the tree and start the writer on a connection of the harness.
+	conn, _, err := zk.Connect(ens.Servers(), 30*time.Second, zk.WithLogger(quietLogger{v.log}))
+	if err != nil {
+		return fmt.Errorf("connect harness client: %w", err)
+	}
+	defer conn.Close()
+	tree := zkmirror.Tree{Root: w.Tree.Path, Fanout: w.Tree.Fanout, DataBytes: w.Tree.DataBytes}
+	hot := zkmirror.HotSet(tree, w.Writer.Share, uint64(v.seed))
+	seedCtx, cancelSeed := context.WithTimeout(ctx, 2*time.Minute)
+	err = zkmirror.Seed(seedCtx, conn, tree, hot, v.log)
+	cancelSeed()
+	if err != nil {
+		return err
+	}
+	v.event("note", "harness", fmt.Sprintf("seeded %d znodes (%d hot) of %d bytes under %s", len(tree.Paths()), len(hot), w.Tree.DataBytes, w.Tree.Path))
+
+	// Hold the servers to their CPU share once they are loaded.
+	if topo.CPUQuota > 0 {
+		if err := v.limitServers(mgr, ens, topo.CPUQuota); err != nil {
+			return err
+		}
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	writer := &zkmirror.Writer{Conn: conn, Hot: hot, Rate: w.Writer.RatePerSec, DataBytes: w.Tree.DataBytes}
+	var bg sync.WaitGroup
+	bg.Add(1)
+	go func() { defer bg.Done(); writer.Run(runCtx) }()
+
+	// Servers' figures on the variant's clock.
+	sampler := &serverSampler{ens: ens, clock: v.clock, every: 250 * time.Millisecond}
+	bg.Add(1)
+	go func() { defer bg.Done(); sampler.run(runCtx) }()
+
+	// Clients, spread over the start window.
+	clients := make([]*client, w.Clients)
+	var cwg sync.WaitGroup
+	r := rng(v.seed)
+	for i := range clients {
+		clients[i] = &client{
+			id: fmt.Sprintf("client-%02d", i+1), w: w, servers: ens.Servers(), hot: len(hot),
+			seed: r.Uint64(), bin: v.opts.ClientBinary, args: v.opts.ClientArgs, mgr: mgr,
+			logPath: filepath.Join(logDir, fmt.Sprintf("client-%02d.log", i+1)), clock: v.clock, log: v.log,
+		}
+		clients[i].sum.ID = clients[i].id
+		clients[i].sum.Log = "logs/" + filepath.Base(clients[i].logPath)
+	}
+	spread := w.StartSpread.D()
+	cwg.Add(len(clients))
+	go func() {
+		for i, c := range clients {
+			if i > 0 && spread > 0 {
+				select {
+				case <-runCtx.Done():
+				case <-time.After(spread / time.Duration(len(clients))):
+				}
+			}
+			go c.run(runCtx, &cwg)
+		}
+	}()
+
+	progress := newProgress(v, clients, sampler)
+	bg.Add(1)
+	go func() { defer bg.Done(); progress.run(runCtx) }()
+
+	// The fault timeline.
+	ferr := v.timeline(runCtx, ens, mgr)
+
+	stopRun()
+	cwg.Wait()
+	bg.Wait()
+
+	// Gather.
+	v.collect(ens, clients, sampler, writer, len(hot))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return ferr
+}
+
+// limitServers puts each server JVM in a CPU-limited group.
+func (v *variantRun) limitServers(mgr *limits.Manager, ens *zkensemble.Ensemble, cores float64) error {
+	for _, m := range ens.Members {
+		g, err := mgr.NewGroup(m.Name, limits.Limits{CPUCores: cores})
+		if err != nil {
+			return fmt.Errorf("limit server cpu: %w", err)
+		}
+		if err := g.Add(m.PID()); err != nil {
+			return fmt.Errorf("limit server cpu: %s: %w", m.Name, err)
+		}
+	}
+	v.event("note", "harness", fmt.Sprintf("each server held to %.2f cores", cores))
+	return nil
+}
+
+// timeline waits out the warm-up, injects each fault with a health check
+// before and after, and observes until the end.
+func (v *variantRun) timeline(ctx context.Context, ens *zkensemble.Ensemble, mgr *limits.Manager) error {
+	tl := v.s.Timeline
+	warmEnd := v.t0.Add(tl.Warmup.D())
+	var errs []error
+	var end time.Time
+	for i, step := range tl.Faults {
+		at := warmEnd.Add(step.At.D())
+		if !sleepUntil(ctx, at) {
+			return nil
+		}
+		f, err := faults.Get(step.Fault)
+		if err != nil {
+			return err
+		}
+		hctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		target, err := pickTarget(hctx, ens, step.Target, rng(v.seed+int64(i)))
+		if err == nil {
+			err = ens.WaitHealthy(hctx)
+		}
+		cancel()
+		if err != nil {
+			v.event("health", "ensemble", "before fault: NOT healthy: "+err.Error())
+			errs = append(errs, fmt.Errorf("health before fault %d: %w", i, err))
+			if target == nil {
+				continue
+			}
+		} else {
+			v.event("health", "ensemble", "before fault: healthy, leader "+leaderName(ctx, ens))
+		}
+		if err := f.Available(target); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fw := reports.FaultWindow{Fault: step.Fault, Target: step.Target, Member: target.Name(), Start: v.clock(time.Now())}
+		v.event("fault", target.Name(), fmt.Sprintf("%s %s (%s) for %s", step.Fault, target.Name(), step.Target, step.Duration))
+		ierr := f.Inject(ctx, target, step.Duration.D())
+		fw.End = v.clock(time.Now())
+		if ierr != nil {
+			fw.Detail = ierr.Error()
+			errs = append(errs, ierr)
+		}
+		v.vr.Faults = append(v.vr.Faults, fw)
+		v.event("fault-end", target.Name(), step.Fault+" ended")
+		// Restarted members need their CPU limit again.
+		v.reapplyLimits(mgr, ens)
+		end = time.Now()
+		hctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		herr := ens.WaitHealthy(hctx)
+		cancel()
+		if herr != nil {
+			v.event("health", "ensemble", "after fault: NOT healthy within 30s: "+herr.Error())
+		} else {
+			v.event("health", "ensemble", fmt.Sprintf("after fault: healthy %.1fs after the fault ended, leader %s", time.Since(end).Seconds(), leaderName(ctx, ens)))
+		}
+	}
+	if end.IsZero() {
+		end = warmEnd
+	}
+	sleepUntil(ctx, v.t0.Add(v.s.RunLength()))
+	return errors.Join(errs...)
+}
+
+func (v *variantRun) reapplyLimits(mgr *limits.Manager, ens *zkensemble.Ensemble) {
+	if v.s.Topology.ZooKeeper.CPUQuota <= 0 {
+		return
+	}
+	for _, m := range ens.Members {
+		if g := mgr.Group(m.Name); g != nil && m.PID() > 0 && !g.Contains(m.PID()) {
+			_ = g.Add(m.PID())
+		}
+	}
+}
+
+func leaderName(ctx context.Context, ens *zkensemble.Ensemble) string {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := ens.Leader(lctx)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return l.Name
+}
+
+type member struct{ *zkensemble.Member }
+
+func (m member) Name() string { return m.Member.Name }
+
+// pickTarget resolves a role to a member.
+func pickTarget(ctx context.Context, ens *zkensemble.Ensemble, role string, r interface{ IntN(int) int }) (faults.Target, error) {
+	switch role {
+	case "leader":
+		l, err := ens.Leader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return member{l}, nil
+	case "follower":
+		fs, err := ens.Followers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(fs) == 0 {
+			return nil, errors.New("pick target: no follower")
+		}
+		return member{fs[r.IntN(len(fs))]}, nil
+	default:
+		return member{ens.Members[r.IntN(len(ens.Members))]}, nil
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Printf(format string, args ...any) {
+	q.l.Debug(fmt.Sprintf(format, args...), "component", "harness-zk-client")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,553 @@
+// Package zkmirror is the tree-mirror client of the IL-0587 replay: a process
+// that mirrors a ZooKeeper subtree with go-zookeeper/zk the way a proxy
+// mirrored its routing tree, with one of two strategies:
+//
+//   - full-refresh, like Curator's TreeCache: on every (re)connect, resumed
+//     session or not, a getData and a getChildren with watch for every znode,
+//     all issued at once, with no bound on requests in flight or queued, and
+//     failed reads re-queued with Curator-style exponential back-off;
+//   - paced, like Elastic's TreeWatcher: no refresh when the session is
+//     resumed; a walk only on a new session, with at most Window requests in
+//     flight so the server sets the pace; a walk in progress is cancelled when
+//     its session is lost.
+//
+// The client prints one JSON Sample per report interval on its output; the
+// harness reads them as the client's figures.
+package zkmirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Strategies.
+const (
+	FullRefresh = "full-refresh"
+	Paced       = "paced"
+)
+
+// Config of one mirror client.
+type Config struct {
+	ID             string
+	Servers        []string
+	Root           string
+	Strategy       string
+	Window         int
+	Retries        int
+	RetryBase      time.Duration // first back-off of a re-queued read (Curator's baseSleepTime)
+	SessionTimeout time.Duration
+	ReportInterval time.Duration
+	HotCount       int // number of hot znodes the writer updates
+	Seed           uint64
+	Logger         *slog.Logger
+}
+
+// Sample is what a client reports each interval.
+type Sample struct {
+	UnixMS     int64  `json:"t"`
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	SessionID  int64  `json:"session_id"`
+	InFlight   int64  `json:"inflight"`
+	Queued     int64  `json:"queued"`
+	Completed  int64  `json:"completed"`
+	Errors     int64  `json:"errors"`
+	Reconnects int64  `json:"reconnects"`
+	Sessions   int64  `json:"sessions"`
+	Refreshes  int64  `json:"refreshes"`
+	Cancelled  int64  `json:"cancelled"`
+	RSSBytes   int64  `json:"rss"`
+	Goroutines int    `json:"goroutines"`
+	Nodes      int    `json:"nodes"`
+	HotKnown   int    `json:"hot_known"`
+	// MinHotSeq is the lowest write sequence held for a hot znode (0 while
+	// some hot znode is unknown): the harness turns it into staleness.
+	MinHotSeq int64 `json:"min_hot_seq"`
+}
+
+type entry struct {
+	seq int64
+	hot bool
+	// data is kept as the mirror holds it.
+	data []byte
+}
+
+// Mirror is one running client.
+type Mirror struct {
+	cfg  Config
+	conn *zk.Conn
+	log  *slog.Logger
+	rnd  *rand.Rand
+
+	mu    sync.Mutex
+	nodes map[string]*entry
+
+	inflight, queued, completed, errs   atomic.Int64
+	reconnects, sessions, refreshes     atomic.Int64
+	cancelled                           atomic.Int64
+	state                               atomic.Value // string
+	sessionID                           atomic.Int64
+	walkMu                              sync.Mutex
+	walkCancel                          context.CancelFunc
+	sessionUp                           chan struct{} // closed when a session is up; replaced when lost
+	sessionMu                           sync.Mutex
+	ctx                                 context.Context
+	events                              chan zk.Event
+}
+
+// Run mirrors until ctx ends, writing samples to out.
+func Run(ctx context.Context, cfg Config, out io.Writer) error {
+	if cfg.Strategy != FullRefresh && cfg.Strategy != Paced {
+		return fmt.Errorf("run mirror: unknown strategy %q", cfg.Strategy)
+	}
+	if cfg.Window < 1 {
+		cfg.Window = 1
+	}
+	if cfg.ReportInterval <= 0 {
+		cfg.ReportInterval = time.Second
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	m := &Mirror{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		rnd:       rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		nodes:     map[string]*entry{},
+		sessionUp: make(chan struct{}),
+		ctx:       ctx,
+		events:    make(chan zk.Event, 4096),
+	}
+	m.state.Store("connecting")
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithLogger(zkLogger{cfg.Logger}),
+		zk.WithEventCallback(func(ev zk.Event) {
+			select {
+			case m.events <- ev:
+			default:
+				// The event queue is full; a dropped node event is caught
+				// up by the next refresh or watch.
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("connect zookeeper: %w", err)
+	}
+	m.conn = conn
+	defer conn.Close()
+
+	go m.handleEvents(ctx)
+	enc := json.NewEncoder(out)
+	tick := time.NewTicker(cfg.ReportInterval)
+	defer tick.Stop()
+	for {
+		if err := enc.Encode(m.sample()); err != nil {
+			return fmt.Errorf("write sample: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (m *Mirror) sample() Sample {
+	s := Sample{
+		UnixMS:     time.Now().UnixMilli(),
+		ID:         m.cfg.ID,
+		State:      m.state.Load().(string),
+		SessionID:  m.sessionID.Load(),
+		InFlight:   m.inflight.Load(),
+		Queued:     m.queued.Load(),
+		Completed:  m.completed.Load(),
+		Errors:     m.errs.Load(),
+		Reconnects: m.reconnects.Load(),
+		Sessions:   m.sessions.Load(),
+		Refreshes:  m.refreshes.Load(),
+		Cancelled:  m.cancelled.Load(),
+		RSSBytes:   rss(),
+		Goroutines: numGoroutine(),
+	}
+	m.mu.Lock()
+	s.Nodes = len(m.nodes)
+	minSeq := int64(math.MaxInt64)
+	for _, e := range m.nodes {
+		if e.hot {
+			s.HotKnown++
+			minSeq = min(minSeq, e.seq)
+		}
+	}
+	m.mu.Unlock()
+	if s.HotKnown < m.cfg.HotCount || s.HotKnown == 0 {
+		minSeq = 0
+	}
+	s.MinHotSeq = minSeq
+	return s
+}
+
+func (m *Mirror) handleEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-m.events:
+			m.handle(ev)
+		}
+	}
+}
+
+func (m *Mirror) handle(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventSession:
+		m.onSession(ev)
+	case zk.EventNodeDataChanged:
+		m.spawnRead(ev.Path, opData)
+	case zk.EventNodeChildrenChanged:
+		m.spawnRead(ev.Path, opChildren)
+	case zk.EventNodeDeleted:
+		m.mu.Lock()
+		delete(m.nodes, ev.Path)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Mirror) onSession(ev zk.Event) {
+	switch ev.State {
+	case zk.StateHasSession:
+		id := m.conn.SessionID()
+		prev := m.sessionID.Swap(id)
+		resumed := prev == id
+		m.state.Store("has-session")
+		m.reconnects.Add(1)
+		if !resumed {
+			m.sessions.Add(1)
+		}
+		m.sessionMu.Lock()
+		select {
+		case <-m.sessionUp:
+		default:
+			close(m.sessionUp)
+		}
+		m.sessionMu.Unlock()
+		m.log.Info("session", "resumed", resumed, "session", fmt.Sprintf("%#x", id), "server", ev.Server)
+		switch m.cfg.Strategy {
+		case FullRefresh:
+			// TreeCache refreshes the whole tree on every reconnect.
+			m.refreshes.Add(1)
+			go m.refreshNode(m.cfg.Root)
+		case Paced:
+			if !resumed {
+				m.startWalk()
+			}
+		}
+	case zk.StateDisconnected, zk.StateConnecting:
+		m.markDown("disconnected")
+	case zk.StateExpired:
+		m.markDown("expired")
+		if m.cfg.Strategy == Paced {
+			m.cancelWalk()
+		}
+	case zk.StateConnected:
+		m.state.Store("connected")
+	}
+}
+
+func (m *Mirror) markDown(state string) {
+	m.state.Store(state)
+	m.sessionMu.Lock()
+	select {
+	case <-m.sessionUp:
+		m.sessionUp = make(chan struct{})
+	default:
+	}
+	m.sessionMu.Unlock()
+}
+
+func (m *Mirror) waitSession(ctx context.Context) error {
+	m.sessionMu.Lock()
+	ch := m.sessionUp
+	m.sessionMu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type op int
+
+const (
+	opData op = iota
+	opChildren
+)
+
+// read issues one watched read and applies its result to the mirror; it
+// returns the children for opChildren.
+func (m *Mirror) read(p string, o op) ([]string, error) {
+	m.inflight.Add(1)
+	defer m.inflight.Add(-1)
+	switch o {
+	case opData:
+		data, _, _, err := m.conn.GetW(p)
+		if err != nil {
+			m.errs.Add(1)
+			return nil, err
+		}
+		m.completed.Add(1)
+		m.apply(p, data)
+		return nil, nil
+	default:
+		children, _, _, err := m.conn.ChildrenW(p)
+		if err != nil {
+			m.errs.Add(1)
+			return nil, err
+		}
+		m.completed.Add(1)
+		return children, nil
+	}
+}
+
+func (m *Mirror) apply(p string, data []byte) {
+	seq, hot := ParseData(data)
+	m.mu.Lock()
+	e := m.nodes[p]
+	if e == nil {
+		e = &entry{}
+		m.nodes[p] = e
+	}
+	e.seq, e.hot, e.data = seq, hot, data
+	m.mu.Unlock()
+}
+
+// spawnRead follows a watch event. Both strategies re-read one znode per
+// event; the full-refresh client does it without any bound.
+func (m *Mirror) spawnRead(p string, o op) {
+	go func() {
+		if m.cfg.Strategy == FullRefresh {
+			m.readRetry(p, o, true)
+			return
+		}
+		for m.ctx.Err() == nil {
+			children, err := m.read(p, o)
+			if err == nil {
+				for _, c := range children {
+					if m.known(path.Join(p, c)) {
+						continue
+					}
+					m.spawnRead(path.Join(p, c), opData)
+					m.spawnRead(path.Join(p, c), opChildren)
+				}
+				return
+			}
+			if errors.Is(err, zk.ErrNoNode) || m.waitSession(m.ctx) != nil {
+				return
+			}
+		}
+	}()
+}
+
+func (m *Mirror) known(p string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.nodes[p]
+	return ok
+}
+
+// refreshNode is TreeCache's refresh: getChildren and getData for the node,
+// each child refreshed as soon as the children arrive, all concurrently.
+func (m *Mirror) refreshNode(p string) {
+	go m.readRetry(p, opData, false)
+	children, ok := m.readRetry(p, opChildren, false)
+	if !ok {
+		return
+	}
+	for _, c := range children {
+		go m.refreshNode(path.Join(p, c))
+	}
+}
+
+// readRetry re-queues a failed read up to Retries times with exponential
+// back-off (Curator's ExponentialBackoffRetry); nothing bounds how many wait.
+func (m *Mirror) readRetry(p string, o op, _ bool) ([]string, bool) {
+	for attempt := 0; ; attempt++ {
+		children, err := m.read(p, o)
+		if err == nil {
+			return children, true
+		}
+		if errors.Is(err, zk.ErrNoNode) || attempt >= m.cfg.Retries || m.ctx.Err() != nil {
+			return nil, false
+		}
+		m.queued.Add(1)
+		sleep := m.cfg.RetryBase * time.Duration(1+m.rndInt(1<<(attempt+1)))
+		select {
+		case <-time.After(sleep):
+		case <-m.ctx.Done():
+		}
+		m.queued.Add(-1)
+	}
+}
+
+func (m *Mirror) rndInt(n int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rnd.IntN(n)
+}
+
+func (m *Mirror) cancelWalk() {
+	m.walkMu.Lock()
+	defer m.walkMu.Unlock()
+	if m.walkCancel != nil {
+		m.walkCancel()
+		m.walkCancel = nil
+		m.cancelled.Add(1)
+	}
+}
+
+// startWalk begins a paced walk of the tree for a new session, cancelling
+// any walk of an earlier session.
+func (m *Mirror) startWalk() {
+	m.cancelWalk()
+	m.walkMu.Lock()
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.walkCancel = cancel
+	m.walkMu.Unlock()
+	m.refreshes.Add(1)
+	sid := m.sessionID.Load()
+	go func() {
+		m.walk(ctx, sid)
+		m.walkMu.Lock()
+		cancel()
+		m.walkMu.Unlock()
+	}()
+}
+
+type task struct {
+	path string
+	o    op
+}
+
+// walk visits every znode with at most Window reads in flight.
+func (m *Mirror) walk(ctx context.Context, sid int64) {
+	var (
+		mu      sync.Mutex
+		queue   = []task{{m.cfg.Root, opData}, {m.cfg.Root, opChildren}}
+		active  int
+		cond    = sync.NewCond(&mu)
+		stopped bool
+	)
+	m.queued.Add(2)
+	go func() {
+		<-ctx.Done()
+		mu.Lock()
+		stopped = true
+		cond.Broadcast()
+		mu.Unlock()
+	}()
+	worker := func() {
+		for {
+			mu.Lock()
+			for len(queue) == 0 && active > 0 && !stopped {
+				cond.Wait()
+			}
+			if stopped || (len(queue) == 0 && active == 0) {
+				cond.Broadcast()
+				mu.Unlock()
+				return
+			}
+			t := queue[0]
+			queue = queue[1:]
+			active++
+			mu.Unlock()
+			m.queued.Add(-1)
+
+			var children []string
+			for {
+				var err error
+				children, err = m.read(t.path, t.o)
+				if err == nil || errors.Is(err, zk.ErrNoNode) {
+					break
+				}
+				// Wait for the session to come back; a new session
+				// means this walk is cancelled.
+				if m.waitSession(ctx) != nil || m.sessionID.Load() != sid {
+					break
+				}
+			}
+			mu.Lock()
+			active--
+			for _, c := range children {
+				cp := path.Join(t.path, c)
+				queue = append(queue, task{cp, opData}, task{cp, opChildren})
+				m.queued.Add(2)
+			}
+			cond.Broadcast()
+			mu.Unlock()
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < m.cfg.Window; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); worker() }()
+	}
+	wg.Wait()
+	mu.Lock()
+	m.queued.Add(-int64(len(queue)))
+	mu.Unlock()
+}
+
+// FormatData is the content the harness writes into a znode: a header with
+// the write sequence and whether the znode is hot, padded to size bytes.
+func FormatData(seq int64, hot bool, size int) []byte {
+	h := 0
+	if hot {
+		h = 1
+	}
+	head := fmt.Sprintf("seq=%d hot=%d\n", seq, h)
+	if size < len(head) {
+		size = len(head)
+	}
+	b := make([]byte, size)
+	copy(b, head)
+	for i := len(head); i < size; i++ {
+		b[i] = 'x'
+	}
+	return b
+}
+
+// ParseData reads the header written by FormatData.
+func ParseData(b []byte) (seq int64, hot bool) {
+	line, _, _ := strings.Cut(string(b[:min(len(b), 64)]), "\n")
+	for _, f := range strings.Fields(line) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "seq":
+			seq, _ = strconv.ParseInt(v, 10, 64)
+		case "hot":
+			hot = v == "1"
+		}
+	}
+	return seq, hot
+}
+
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) { z.l.Info(fmt.Sprintf(format, args...)) }

@@ -1,0 +1,241 @@
+package zkmirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Tree is the shape of the seeded subtree: Fanout[i] children at depth i+1,
+// each znode holding DataBytes bytes.
+type Tree struct {
+	Root      string
+	Fanout    []int
+	DataBytes int
+}
+
+// Paths lists every znode below the root, parents before children.
+func (t Tree) Paths() []string {
+	var out []string
+	level := []string{t.Root}
+	for d, f := range t.Fanout {
+		var next []string
+		for _, p := range level {
+			for i := 0; i < f; i++ {
+				next = append(next, path.Join(p, fmt.Sprintf("n%d-%04d", d, i)))
+			}
+		}
+		out = append(out, next...)
+		level = next
+	}
+	return out
+}
+
+// Leaves lists the znodes at the deepest level.
+func (t Tree) Leaves() []string {
+	all := t.Paths()
+	n := 1
+	for _, f := range t.Fanout {
+		n *= f
+	}
+	return all[len(all)-n:]
+}
+
+// HotSet picks the hot leaves (share of them, at least one when share > 0)
+// with the run's seed, sorted so the writer's round robin is reproducible.
+func HotSet(t Tree, share float64, seed uint64) []string {
+	leaves := t.Leaves()
+	n := int(float64(len(leaves))*share + 0.5)
+	if share > 0 && n == 0 {
+		n = 1
+	}
+	r := rand.New(rand.NewPCG(seed, 0x407))
+	idx := r.Perm(len(leaves))[:n]
+	sort.Ints(idx)
+	out := make([]string, n)
+	for i, j := range idx {
+		out[i] = leaves[j]
+	}
+	return out
+}
+
+// Seed creates the tree (removing an earlier one), with hot znodes marked.
+func Seed(ctx context.Context, conn *zk.Conn, t Tree, hot []string, logger *slog.Logger) error {
+	if err := deleteTree(ctx, conn, t.Root); err != nil {
+		return fmt.Errorf("seed tree: %w", err)
+	}
+	// Parents of the root.
+	parts := strings.Split(strings.Trim(t.Root, "/"), "/")
+	for i := range parts {
+		p := "/" + strings.Join(parts[:i+1], "/")
+		if _, err := conn.Create(p, FormatData(0, false, 0), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("seed tree: create %s: %w", p, err)
+		}
+	}
+	isHot := map[string]bool{}
+	for _, h := range hot {
+		isHot[h] = true
+	}
+	all := t.Paths()
+	start := time.Now()
+	// Create level by level, with a bounded number of creates in flight.
+	for depth := range t.Fanout {
+		var level []string
+		for _, p := range all {
+			if strings.Count(strings.TrimPrefix(p, t.Root), "/") == depth+1 {
+				level = append(level, p)
+			}
+		}
+		if err := parallel(ctx, level, 32, func(p string) error {
+			_, err := conn.Create(p, FormatData(0, isHot[p], t.DataBytes), 0, zk.WorldACL(zk.PermAll))
+			if errors.Is(err, zk.ErrNodeExists) {
+				return nil
+			}
+			return err
+		}); err != nil {
+			return fmt.Errorf("seed tree: %w", err)
+		}
+	}
+	logger.Info("seeded tree", "root", t.Root, "znodes", len(all), "hot", len(hot), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func deleteTree(ctx context.Context, conn *zk.Conn, root string) error {
+	children, _, err := conn.Children(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := parallel(ctx, children, 32, func(c string) error {
+		return deleteTree(ctx, conn, path.Join(root, c))
+	}); err != nil {
+		return err
+	}
+	if err := conn.Delete(root, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("delete %s: %w", root, err)
+	}
+	return nil
+}
+
+func parallel(ctx context.Context, items []string, n int, f func(string) error) error {
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(it); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("%s: %w", it, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// Write is one acknowledged write of the background writer.
+type Write struct {
+	Seq  int64
+	Path string
+	At   time.Time
+}
+
+// Writer changes the hot znodes round robin at a steady rate: write number
+// seq goes to hot[(seq-1) % len(hot)]. Writes that fail are retried with the
+// same sequence, so the log holds only acknowledged writes.
+type Writer struct {
+	Conn      *zk.Conn
+	Hot       []string
+	Rate      float64
+	DataBytes int
+
+	mu  sync.Mutex
+	log []Write
+}
+
+// Run writes until ctx ends.
+func (w *Writer) Run(ctx context.Context) {
+	if w.Rate <= 0 || len(w.Hot) == 0 {
+		return
+	}
+	interval := time.Duration(float64(time.Second) / w.Rate)
+	next := time.Now()
+	for seq := int64(1); ctx.Err() == nil; {
+		p := w.Hot[(seq-1)%int64(len(w.Hot))]
+		if _, err := w.Conn.Set(p, FormatData(seq, true, w.DataBytes), -1); err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		w.mu.Lock()
+		w.log = append(w.log, Write{Seq: seq, Path: p, At: time.Now()})
+		w.mu.Unlock()
+		seq++
+		next = next.Add(interval)
+		if d := time.Until(next); d > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d):
+			}
+		} else {
+			next = time.Now()
+		}
+	}
+}
+
+// Log returns the acknowledged writes so far.
+func (w *Writer) Log() []Write {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Write(nil), w.log...)
+}
+
+// Staleness of a mirror that holds minSeq as its lowest hot sequence, at
+// time t, given the writer's log: how long ago the first write it misses was
+// acknowledged (0 when it misses none). The hot znode holding minSeq next
+// received write minSeq+len(hot).
+func Staleness(log []Write, hotCount int, minSeq int64, t time.Time) time.Duration {
+	if hotCount == 0 {
+		return 0
+	}
+	missed := minSeq + int64(hotCount)
+	if minSeq == 0 {
+		missed = 1
+	}
+	// log[i].Seq == i+1.
+	if missed > int64(len(log)) {
+		return 0
+	}
+	at := log[missed-1].At
+	if at.After(t) {
+		return 0
+	}
+	return t.Sub(at)
+}

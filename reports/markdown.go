@@ -1,0 +1,224 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+)
+
+// markdown renders the report as report.md.
+func markdown(v *view) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	p("# %s\n\n", mdText(v.Title))
+	var sub []string
+	if v.CaseID != "" {
+		sub = append(sub, "Case **"+mdText(v.CaseID)+"**")
+	}
+	if v.ScenarioID != "" {
+		sub = append(sub, "scenario `"+v.ScenarioID+"`")
+	}
+	if len(sub) > 0 {
+		p("%s\n\n", strings.Join(sub, " · "))
+	}
+	if v.CaseTitle != "" && v.CaseTitle != v.Title {
+		p("_%s_\n\n", mdText(v.CaseTitle))
+	}
+
+	p("## Verdict: **%s**\n\n", v.Verdict)
+	if v.VerdictMeaning != "" {
+		p("%s\n\n", v.VerdictMeaning)
+	}
+	if v.Reason != "" {
+		p("> %s\n\n", mdText(v.Reason))
+	}
+	if v.ExpectationMet {
+		p("✅ %s\n\n", v.Expectation)
+	} else {
+		p("⚠️ **%s**\n\n", v.Expectation)
+	}
+	if len(v.Glance) > 0 {
+		p("| Variant | Expected | Verdict | As expected |\n|---|---|---|---|\n")
+		for _, g := range v.Glance {
+			p("| %s | %s | **%s** | %s |\n", mdCell(g.Variant), mdCell(g.Expect), g.Verdict, g.AsExpected)
+		}
+		p("\n")
+	}
+	if v.Description != "" {
+		p("%s\n\n", mdText(v.Description))
+	}
+
+	p("## Run\n\n| | |\n|---|---|\n")
+	for _, f := range v.Facts {
+		p("| %s | %s |\n", f.K, mdCell(f.V))
+	}
+	p("\n")
+	if len(v.Versions) > 0 {
+		p("### Versions\n\n| Component | Version |\n|---|---|\n")
+		for _, f := range v.Versions {
+			p("| %s | %s |\n", mdCell(f.K), mdCell(f.V))
+		}
+		p("\n")
+	}
+
+	for _, vv := range v.Variants {
+		p("## Variant `%s`: %s\n\n", vv.Name, vv.Verdict)
+		if vv.Description != "" {
+			p("%s\n\n", mdText(vv.Description))
+		}
+		p("Verdict **%s** (expected %s, as expected: %s)", vv.Verdict, vv.Expect, vv.AsExpected)
+		if vv.Reason != "" {
+			p(": %s", mdText(vv.Reason))
+		}
+		p("\n\nStarted %s.\n\n", vv.StartedAt)
+
+		p("### Effective workload\n\n| | |\n|---|---|\n")
+		for _, f := range vv.Workload {
+			p("| %s | %s |\n", f.K, mdCell(f.V))
+		}
+		p("\n")
+
+		p("### Hypotheses\n\n")
+		checkTable(&b, vv.Hypotheses, "Hypothesis")
+
+		p("### Fault windows\n\n")
+		if len(vv.Faults) == 0 {
+			p("No fault was injected.\n\n")
+		} else {
+			p("| Fault | Target | Member | From | To | Detail |\n|---|---|---|---|---|---|\n")
+			for _, f := range vv.Faults {
+				p("| %s | %s | %s | %s | %s | %s |\n", mdCell(f.Fault), mdCell(f.Target), mdCell(f.Member), f.From, f.To, mdCell(f.Detail))
+			}
+			p("\n")
+		}
+
+		p("### Notable events\n\n")
+		if len(vv.Events) == 0 {
+			p("No OOM kill, client exit or leader change.\n\n")
+		} else {
+			p("| t | Event | Source | Detail |\n|---|---|---|---|\n")
+			for _, e := range vv.Events {
+				p("| %s | %s | %s | %s |\n", e.T, e.Kind, mdCell(e.Source), mdCell(e.Detail))
+			}
+			if vv.EventsMore > 0 {
+				p("\n… and %d more in report.json.\n", vv.EventsMore)
+			}
+			p("\n")
+		}
+
+		p("### Clients\n\n")
+		if len(vv.Clients) == 0 {
+			p("No client summary was recorded.\n\n")
+		} else {
+			p("| Client | Starts | Exits | OOM kills | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|\n")
+			for _, c := range vv.Clients {
+				log := "—"
+				if c.Log != "" {
+					log = "`" + c.Log + "`"
+				}
+				p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.ID), c.Starts, mdCell(c.Exits), c.OOMKills, c.PeakRSS, c.Requests, c.Reconnects, log)
+			}
+			p("\n")
+		}
+		if vv.LogDir != "" {
+			p("Logs: `%s`\n\n", vv.LogDir)
+		}
+	}
+
+	p("## Comparisons\n\n")
+	if len(v.Comparisons) == 0 {
+		p("No comparison across variants in this run.\n\n")
+	} else {
+		checkTable(&b, v.Comparisons, "Comparison")
+	}
+
+	p("## Evidence\n\n")
+	if len(v.Evidence) == 0 {
+		p("The scenario maps no statement of the write-up to a measurement.\n\n")
+	} else {
+		p("| What the incident says | Metric |")
+		for _, c := range v.EvidenceCol {
+			p(" %s |", mdCell(c))
+		}
+		p("\n|---|---|%s\n", strings.Repeat("---|", len(v.EvidenceCol)))
+		for _, e := range v.Evidence {
+			p("| %s | `%s` |", mdCell(e.Incident), e.Metric)
+			for _, x := range e.Values {
+				p(" %s |", x)
+			}
+			p("\n")
+		}
+		p("\n")
+	}
+
+	p("## Case record\n\n")
+	if v.Record != "" {
+		p("- Record: `%s`\n", v.Record)
+	}
+	for _, s := range v.Sources {
+		if s.Archived != "" {
+			p("- Source: <%s> (archived copy: <%s>)\n", s.URL, s.Archived)
+		} else {
+			p("- Source: <%s>\n", s.URL)
+		}
+	}
+	if v.Record == "" && len(v.Sources) == 0 {
+		p("No case record is linked.\n")
+	}
+	p("\n")
+
+	p("## How to rerun\n\n")
+	if v.Rerun != "" {
+		p("```sh\n%s\n```\n\n", v.Rerun)
+	} else {
+		p("No rerun command was recorded.\n\n")
+	}
+
+	p("## How to read this report\n\n")
+	for _, para := range v.HowTo {
+		p("%s\n\n", para)
+	}
+
+	p("## Logs\n\n")
+	if len(v.Logs) == 0 {
+		p("No log directory was recorded.\n\n")
+	} else {
+		p("Server and client logs, relative to this report:\n\n")
+		for _, l := range v.Logs {
+			p("- %s: `%s`\n", mdText(l.K), l.V)
+		}
+		p("\n")
+	}
+	p("The full record is `report.json`; `index.html` shows this report with charts.\n")
+	return b.String()
+}
+
+func checkTable(b *strings.Builder, rows []checkRow, what string) {
+	if len(rows) == 0 {
+		fmt.Fprintf(b, "None.\n\n")
+		return
+	}
+	fmt.Fprintf(b, "| %s | Metric | Want | Observed | Result |\n|---|---|---|---|---|\n", what)
+	for _, c := range rows {
+		id := "**" + mdCell(c.ID) + "**"
+		if c.Description != "" {
+			id += " — " + mdCell(c.Description)
+		}
+		result := c.Result
+		if c.Result == "violated" {
+			result = "**violated**"
+		}
+		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s |\n", id, c.Metric, mdCell(c.Want), c.Observed, result)
+	}
+	b.WriteString("\n")
+}
+
+// mdText keeps free text on one paragraph line.
+func mdText(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// mdCell makes text safe inside a table cell.
+func mdCell(s string) string {
+	return strings.ReplaceAll(mdText(s), "|", `\|`)
+}

@@ -1,0 +1,278 @@
+// Package reports holds the record of one run (report.json) and writes it
+// out for people: report.md and a self-contained index.html with charts.
+// A report can be loaded back and its verdict re-checked.
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+// SchemaVersion identifies the report.json format.
+const SchemaVersion = "chaoslab.report/v1"
+
+// Report is everything one run measured and decided.
+type Report struct {
+	Schema    string    `json:"schema"`
+	RunID     string    `json:"run_id"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	// Scenario is the scenario as it was run; ScenarioYAML its source text.
+	Scenario     *scenarios.Scenario `json:"scenario"`
+	ScenarioYAML string              `json:"scenario_yaml"`
+	Case         CaseRef             `json:"case"`
+	Seed         int64               `json:"seed"`
+	Backend      string              `json:"backend"`
+	Host         Host                `json:"host"`
+	// Versions of every server, client library and tool involved.
+	Versions map[string]string `json:"versions"`
+	Variants []*VariantResult  `json:"variants"`
+	// Comparisons across variants (e.g. vulnerable peak >= 10x mitigated).
+	Comparisons []verdict.Check `json:"comparisons,omitempty"`
+	// Evidence rows: what the incident says next to what each variant measured.
+	Evidence []EvidenceRow   `json:"evidence,omitempty"`
+	Verdict  verdict.Verdict `json:"verdict"`
+	Reason   string          `json:"reason"`
+	// ExpectationMet: every variant reached its expected verdict and every
+	// comparison held. `chaoslab run` exits 0 only then.
+	ExpectationMet bool `json:"expectation_met"`
+	// Rerun is the command that replays this run with the same seed.
+	Rerun string `json:"rerun"`
+	// Dir is where the report was written (not serialised).
+	Dir string `json:"-"`
+}
+
+// CaseRef links the run to its case record.
+type CaseRef struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title"`
+	Record  string   `json:"record"` // path of the record in the repository, e.g. seeds/il-0587.yaml
+	Sources []Source `json:"sources"`
+}
+
+// Source is a public write-up and its archived copy.
+type Source struct {
+	URL      string `json:"url"`
+	Archived string `json:"archived,omitempty"`
+}
+
+// Host describes the machine the run used.
+type Host struct {
+	OS       string `json:"os"`
+	Kernel   string `json:"kernel"`
+	Cores    int    `json:"cores"`
+	MemoryMB int    `json:"memory_mb"`
+	Cgroup   string `json:"cgroup"` // v1, v2 or none
+}
+
+// VariantResult is one variant's run.
+type VariantResult struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	StartedAt   time.Time `json:"started_at"`
+	// Workload is the effective workload (scenario workload + overrides).
+	Workload scenarios.Workload `json:"workload"`
+	Expect   verdict.Verdict    `json:"expect"`
+	Verdict  verdict.Verdict    `json:"verdict"`
+	Reason   string             `json:"reason"`
+	// Faults are the injected fault windows, in seconds from StartedAt.
+	Faults []FaultWindow `json:"faults"`
+	// Events are point events (client exits, OOM kills, health checks,
+	// leader changes), in seconds from StartedAt.
+	Events []Event `json:"events"`
+	// Series are the sampled measurements, on the same clock.
+	Series []*Series `json:"series"`
+	// Metrics are the figures derived from the series, by metric name.
+	Metrics map[string]verdict.Float `json:"metrics"`
+	// Hypotheses as judged against Metrics.
+	Hypotheses []verdict.Check `json:"hypotheses"`
+	Clients    []ClientSummary `json:"clients"`
+	// LogDir holds the servers' and clients' logs, relative to the report.
+	LogDir string `json:"log_dir"`
+}
+
+// FaultWindow is one fault injection.
+type FaultWindow struct {
+	Fault  string  `json:"fault"`
+	Target string  `json:"target"` // role asked for
+	Member string  `json:"member"` // member it hit, e.g. zk2
+	Start  float64 `json:"start"`
+	End    float64 `json:"end"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// Event is a point on the run's timeline.
+type Event struct {
+	T      float64 `json:"t"`
+	Kind   string  `json:"kind"` // client-exit, oom-kill, client-start, health, leader, note
+	Source string  `json:"source"`
+	Detail string  `json:"detail"`
+}
+
+// Series is one sampled measurement of one source, e.g. the outstanding
+// requests of server zk1.
+type Series struct {
+	Name   string  `json:"name"`   // e.g. server.outstanding_requests, client.rss_mb
+	Source string  `json:"source"` // e.g. zk1, client-03
+	Unit   string  `json:"unit"`
+	Points []Point `json:"points"`
+}
+
+// Point is one sample: T seconds from the variant's start.
+type Point struct {
+	T float64       `json:"t"`
+	V verdict.Float `json:"v"`
+}
+
+// ClientSummary is one client process's life.
+type ClientSummary struct {
+	ID        string  `json:"id"`
+	Starts    int     `json:"starts"`
+	Exits     []Exit  `json:"exits,omitempty"`
+	OOMKills  int     `json:"oom_kills"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Requests  int64   `json:"requests"`
+	Reconnect int64   `json:"reconnects"`
+	Log       string  `json:"log"`
+}
+
+// Exit is how a client process ended.
+type Exit struct {
+	T      float64 `json:"t"`
+	Code   int     `json:"code"`
+	Signal string  `json:"signal,omitempty"`
+	OOM    bool    `json:"oom"`
+	How    string  `json:"how"` // e.g. "killed by the kernel OOM killer (cgroup oom_kill 1)"
+}
+
+// EvidenceRow puts a statement of the write-up next to the measurements.
+type EvidenceRow struct {
+	Incident string                   `json:"incident"`
+	Metric   string                   `json:"metric"`
+	Observed map[string]verdict.Float `json:"observed"` // by variant
+}
+
+// Variant returns the named variant result, or nil.
+func (r *Report) Variant(name string) *VariantResult {
+	for _, v := range r.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// Series returns the named series of a source, creating it when absent.
+func (v *VariantResult) SeriesFor(name, source, unit string) *Series {
+	for _, s := range v.Series {
+		if s.Name == name && s.Source == source {
+			return s
+		}
+	}
+	s := &Series{Name: name, Source: source, Unit: unit}
+	v.Series = append(v.Series, s)
+	return s
+}
+
+// Save writes report.json into dir.
+func (r *Report) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create report dir: %w", err)
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	tmp := filepath.Join(dir, "report.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "report.json")); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	r.Dir = dir
+	return nil
+}
+
+// Load reads a report.json (or the folder holding one).
+func Load(path string) (*Report, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "report.json")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode report %s: %w", path, err)
+	}
+	if r.Schema != SchemaVersion {
+		return nil, fmt.Errorf("decode report %s: schema %q, want %q", path, r.Schema, SchemaVersion)
+	}
+	if r.ScenarioYAML != "" {
+		s, err := scenarios.Parse(r.Scenario.Source, []byte(r.ScenarioYAML))
+		if err != nil {
+			return nil, fmt.Errorf("decode report %s: embedded scenario: %w", path, err)
+		}
+		r.Scenario = s
+	}
+	r.Dir = filepath.Dir(path)
+	return &r, nil
+}
+
+// Recheck judges the stored metrics again with the report's scenario (or
+// another one, to ask whether an old run would pass new hypotheses) and
+// returns the verdict it reaches; the report is updated in place.
+func (r *Report) Recheck(s *scenarios.Scenario) (verdict.Verdict, string, error) {
+	if s == nil {
+		s = r.Scenario
+	}
+	if s == nil {
+		return "", "", errors.New("recheck report: no scenario")
+	}
+	byVariant := map[string]map[string]float64{}
+	var outcomes []verdict.Outcome
+	for _, v := range r.Variants {
+		m := map[string]float64{}
+		for k, x := range v.Metrics {
+			m[k] = float64(x)
+		}
+		byVariant[v.Name] = m
+		if v.Verdict == verdict.Aborted {
+			outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: verdict.Aborted, Expect: v.Expect, Reason: v.Reason})
+			continue
+		}
+		checks, vd, reason := verdict.Hypotheses(s.Hypotheses, m)
+		v.Hypotheses, v.Verdict, v.Reason = checks, vd, reason
+		v.Expect = verdict.Verdict(s.Expect[v.Name])
+		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: vd, Expect: v.Expect, Reason: reason})
+	}
+	r.Comparisons = nil
+	for _, c := range s.Comparisons {
+		if byVariant[c.Numerator] == nil || byVariant[c.Denominator] == nil {
+			continue // a single-variant run has nothing to compare
+		}
+		r.Comparisons = append(r.Comparisons, verdict.Comparison(c, byVariant))
+	}
+	r.Evidence = nil
+	for _, e := range s.Evidence {
+		row := EvidenceRow{Incident: e.Incident, Metric: e.Metric, Observed: map[string]verdict.Float{}}
+		for name, m := range byVariant {
+			if x, ok := m[e.Metric]; ok {
+				row.Observed[name] = verdict.Float(x)
+			}
+		}
+		r.Evidence = append(r.Evidence, row)
+	}
+	r.Verdict, r.Reason = verdict.Scenario(outcomes, r.Comparisons)
+	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
+	return r.Verdict, r.Reason, nil
+}

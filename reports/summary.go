@@ -1,0 +1,70 @@
+package reports
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+// Summary is what `chaoslab run` prints at the end of a run: the verdict and
+// its reason, each variant's verdict with one line per hypothesis, the
+// comparisons, and where the report is.
+func Summary(r *Report) string {
+	if r == nil {
+		return "no report\n"
+	}
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	name := r.Case.ID
+	if r.Scenario != nil && r.Scenario.ID != "" {
+		name = r.Scenario.ID
+	}
+	p("%s  %s\n", verdictWord(r.Verdict), name)
+	if r.Reason != "" {
+		p("  %s\n", r.Reason)
+	}
+	if r.ExpectationMet {
+		p("  expectation met\n")
+	} else {
+		p("  expectation NOT met\n")
+	}
+	for _, v := range r.Variants {
+		if v == nil {
+			continue
+		}
+		mark := "as expected"
+		if v.Expect != "" && v.Verdict != v.Expect {
+			mark = "expected " + string(v.Expect)
+		}
+		p("  %s: %s (%s)\n", v.Name, v.Verdict, mark)
+		for _, c := range v.Hypotheses {
+			p("    %s %s\n", checkMark(c), c.String())
+		}
+		if len(v.Hypotheses) == 0 && v.Reason != "" {
+			p("    %s\n", v.Reason)
+		}
+	}
+	if len(r.Comparisons) > 0 {
+		p("  comparisons:\n")
+		for _, c := range r.Comparisons {
+			p("    %s %s\n", checkMark(c), c.String())
+		}
+	}
+	if r.Dir != "" {
+		p("  report: %s\n", filepath.Join(r.Dir, "index.html"))
+	}
+	return b.String()
+}
+
+func checkMark(c verdict.Check) string {
+	switch {
+	case c.Missing:
+		return "?"
+	case c.Held:
+		return "✓"
+	}
+	return "✗"
+}

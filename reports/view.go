@@ -1,0 +1,455 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+// view is the report laid out for people: every string is formatted once
+// here, so that report.md and index.html say the same thing.
+type view struct {
+	Title       string
+	CaseID      string
+	CaseTitle   string
+	ScenarioID  string
+	Description string
+
+	Verdict        string // REPRODUCED
+	VerdictClass   string // good, bad, warn
+	VerdictMeaning string
+	Reason         string
+	ExpectationMet bool
+	Expectation    string
+
+	Facts    []kv
+	Versions []kv
+	Glance   []glanceRow
+
+	Variants    []variantView
+	Comparisons []checkRow
+	EvidenceCol []string // variant names
+	Evidence    []evidenceRow
+
+	Record  string
+	Sources []Source
+	Rerun   string
+	HowTo   []string
+	Logs    []kv
+
+	Charts []chartRow
+}
+
+type kv struct{ K, V string }
+
+type glanceRow struct {
+	Variant    string
+	Expect     string
+	Verdict    string
+	Class      string
+	AsExpected string // yes / no
+	Reason     string
+}
+
+type variantView struct {
+	Name        string
+	Description string
+	StartedAt   string
+	Verdict     string
+	Class       string
+	Expect      string
+	AsExpected  string
+	Reason      string
+	Workload    []kv
+	Hypotheses  []checkRow
+	Faults      []faultRow
+	Events      []eventRow
+	EventsMore  int
+	Clients     []clientRow
+	LogDir      string
+}
+
+type checkRow struct {
+	ID          string
+	Description string
+	Metric      string
+	MetricHelp  string
+	Want        string
+	Observed    string
+	Result      string // held, violated, not measured
+	Class       string
+}
+
+type faultRow struct{ Fault, Target, Member, From, To, Detail string }
+
+type eventRow struct{ T, Kind, Source, Detail string }
+
+type clientRow struct {
+	ID, Starts, Exits, OOMKills, PeakRSS, Requests, Reconnects, Log string
+}
+
+type evidenceRow struct {
+	Incident string
+	Metric   string
+	Values   []string
+}
+
+// maxEvents bounds the notable-events table of a variant.
+const maxEvents = 40
+
+// notableKinds are the event kinds listed under "Notable events".
+var notableKinds = map[string]string{
+	"oom-kill":    "OOM kill",
+	"client-exit": "client exit",
+	"leader":      "leader change",
+	"note":        "note",
+}
+
+func newView(r *Report) *view {
+	v := &view{
+		CaseID:       r.Case.ID,
+		CaseTitle:    r.Case.Title,
+		Verdict:      verdictWord(r.Verdict),
+		VerdictClass: verdictClass(r.Verdict),
+		Reason:       r.Reason,
+		Record:       r.Case.Record,
+		Sources:      r.Case.Sources,
+		Rerun:        r.Rerun,
+	}
+	v.VerdictMeaning = verdictMeaning(r.Verdict, r.ExpectationMet)
+	if s := r.Scenario; s != nil {
+		v.Title = s.Title
+		v.ScenarioID = s.ID
+		v.Description = strings.TrimSpace(s.Description)
+		if v.CaseID == "" {
+			v.CaseID = s.Case
+		}
+	}
+	if v.Title == "" {
+		v.Title = r.Case.Title
+	}
+	if v.Title == "" {
+		v.Title = "chaoslab run " + r.RunID
+	}
+	v.ExpectationMet = r.ExpectationMet
+	if r.ExpectationMet {
+		v.Expectation = "Expectation met: every variant reached its expected verdict and every comparison held."
+	} else {
+		v.Expectation = "Expectation NOT met: the run did not show what the scenario says it should (see the variants and comparisons below)."
+	}
+
+	v.Facts = []kv{
+		{"Run id", r.RunID},
+		{"Seed", strconv.FormatInt(r.Seed, 10)},
+		{"Backend", orDash(r.Backend)},
+		{"Started", fmtTime(r.StartedAt)},
+		{"Ended", fmtTime(r.EndedAt)},
+		{"Duration", fmtDuration(r.StartedAt, r.EndedAt)},
+		{"Host", fmtHost(r.Host)},
+	}
+	if v.ScenarioID != "" {
+		v.Facts = append(v.Facts, kv{"Scenario", v.ScenarioID})
+	}
+	if r.Scenario != nil && r.Scenario.Source != "" {
+		v.Facts = append(v.Facts, kv{"Scenario file", r.Scenario.Source})
+	}
+	keys := make([]string, 0, len(r.Versions))
+	for k := range r.Versions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v.Versions = append(v.Versions, kv{k, r.Versions[k]})
+	}
+
+	for _, vr := range r.Variants {
+		if vr == nil {
+			continue
+		}
+		vv := newVariantView(vr)
+		v.Variants = append(v.Variants, vv)
+		v.Glance = append(v.Glance, glanceRow{Variant: vv.Name, Expect: vv.Expect, Verdict: vv.Verdict, Class: vv.Class, AsExpected: vv.AsExpected, Reason: vv.Reason})
+		v.EvidenceCol = append(v.EvidenceCol, vr.Name)
+		if vr.LogDir != "" {
+			v.Logs = append(v.Logs, kv{vr.Name, vr.LogDir})
+		}
+	}
+	for _, c := range r.Comparisons {
+		v.Comparisons = append(v.Comparisons, newCheckRow(c))
+	}
+	for _, e := range r.Evidence {
+		row := evidenceRow{Incident: strings.TrimSpace(e.Incident), Metric: e.Metric}
+		for _, name := range v.EvidenceCol {
+			if x, ok := e.Observed[name]; ok {
+				row.Values = append(row.Values, verdict.FormatValue(float64(x)))
+			} else {
+				row.Values = append(row.Values, "—")
+			}
+		}
+		v.Evidence = append(v.Evidence, row)
+	}
+	v.HowTo = howToRead
+	return v
+}
+
+func newVariantView(vr *VariantResult) variantView {
+	vv := variantView{
+		Name:        vr.Name,
+		Description: strings.TrimSpace(vr.Description),
+		StartedAt:   fmtTime(vr.StartedAt),
+		Verdict:     verdictWord(vr.Verdict),
+		Class:       verdictClass(vr.Verdict),
+		Expect:      orDash(string(vr.Expect)),
+		Reason:      vr.Reason,
+		LogDir:      vr.LogDir,
+		Workload:    workloadFacts(vr.Workload),
+	}
+	vv.AsExpected = "no"
+	if vr.Expect == "" {
+		vv.AsExpected = "—"
+	} else if vr.Verdict == vr.Expect {
+		vv.AsExpected = "yes"
+	}
+	for _, c := range vr.Hypotheses {
+		vv.Hypotheses = append(vv.Hypotheses, newCheckRow(c))
+	}
+	for _, f := range vr.Faults {
+		vv.Faults = append(vv.Faults, faultRow{
+			Fault: f.Fault, Target: orDash(f.Target), Member: orDash(f.Member),
+			From: fmtSeconds(f.Start), To: fmtSeconds(f.End), Detail: f.Detail,
+		})
+	}
+	events := append([]Event(nil), vr.Events...)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].T < events[j].T })
+	for _, e := range events {
+		label, ok := notableKinds[e.Kind]
+		if !ok {
+			continue
+		}
+		if len(vv.Events) == maxEvents {
+			vv.EventsMore++
+			continue
+		}
+		vv.Events = append(vv.Events, eventRow{T: fmtSeconds(e.T), Kind: label, Source: e.Source, Detail: e.Detail})
+	}
+	for _, c := range vr.Clients {
+		vv.Clients = append(vv.Clients, clientRow{
+			ID:         c.ID,
+			Starts:     strconv.Itoa(c.Starts),
+			Exits:      fmtExits(c.Exits),
+			OOMKills:   strconv.Itoa(c.OOMKills),
+			PeakRSS:    verdict.FormatValue(c.PeakRSSMB),
+			Requests:   strconv.FormatInt(c.Requests, 10),
+			Reconnects: strconv.FormatInt(c.Reconnect, 10),
+			Log:        c.Log,
+		})
+	}
+	return vv
+}
+
+func workloadFacts(w scenarios.Workload) []kv {
+	strategy := orDash(w.Strategy)
+	window := "—"
+	if w.Window > 0 {
+		window = strconv.Itoa(w.Window) + " requests in flight per client"
+	} else if w.Strategy == "full-refresh" {
+		window = "none (full-refresh has no window)"
+	}
+	tree := fmt.Sprintf("%d znodes", w.Tree.Nodes())
+	if w.Tree.Path != "" {
+		tree += " under " + w.Tree.Path
+	}
+	if len(w.Tree.Fanout) > 0 {
+		f := make([]string, len(w.Tree.Fanout))
+		for i, x := range w.Tree.Fanout {
+			f[i] = strconv.Itoa(x)
+		}
+		tree += " (fan-out " + strings.Join(f, "×")
+		if w.Tree.DataBytes > 0 {
+			tree += fmt.Sprintf(", %d B each", w.Tree.DataBytes)
+		}
+		tree += ")"
+	}
+	mem := "none"
+	if w.MemoryLimitMB > 0 {
+		mem = fmt.Sprintf("%d MiB per client (kernel-enforced)", w.MemoryLimitMB)
+	}
+	restart := "no"
+	if w.Restart {
+		restart = "yes, after " + w.RestartDelay.String()
+	}
+	out := []kv{
+		{"Strategy", strategy},
+		{"Window", window},
+		{"Clients", strconv.Itoa(w.Clients)},
+		{"Tree nodes", tree},
+		{"Memory limit", mem},
+	}
+	if w.Kind != "" {
+		out = append([]kv{{"Kind", w.Kind}}, out...)
+	}
+	if w.SessionTimeout > 0 {
+		out = append(out, kv{"Session timeout", w.SessionTimeout.String()})
+	}
+	out = append(out, kv{"Retries", strconv.Itoa(w.Retries)}, kv{"Restart on exit", restart})
+	if w.Writer.RatePerSec > 0 {
+		out = append(out, kv{"Writer", fmt.Sprintf("%s updates/s over %s%% of the leaves", verdict.FormatValue(w.Writer.RatePerSec), verdict.FormatValue(w.Writer.Share*100))})
+	}
+	return out
+}
+
+func newCheckRow(c verdict.Check) checkRow {
+	row := checkRow{
+		ID:          c.ID,
+		Description: strings.TrimSpace(c.Description),
+		Metric:      c.Metric,
+		MetricHelp:  scenarios.Metrics[c.Metric],
+		Want:        strings.TrimSpace(c.Op + " " + verdict.FormatValue(c.Threshold)),
+		Observed:    verdict.FormatValue(float64(c.Observed)),
+	}
+	switch {
+	case c.Missing:
+		row.Result, row.Class, row.Observed = "not measured", "warn", "not measured"
+	case c.Held:
+		row.Result, row.Class = "held", "good"
+	default:
+		row.Result, row.Class = "violated", "bad"
+	}
+	return row
+}
+
+func verdictWord(v verdict.Verdict) string {
+	if v == "" {
+		return "NO VERDICT"
+	}
+	return strings.ToUpper(string(v))
+}
+
+// verdictClass colours a verdict: reproduced and held green, violated red,
+// the rest amber.
+func verdictClass(v verdict.Verdict) string {
+	switch v {
+	case verdict.Reproduced, verdict.Held:
+		return "good"
+	case verdict.Violated:
+		return "bad"
+	}
+	return "warn"
+}
+
+func verdictMeaning(v verdict.Verdict, met bool) string {
+	switch {
+	case v == verdict.Violated && met: // a single-variant run
+		return "The variant broke its hypotheses, as the scenario expects."
+	case v == verdict.Held && met:
+		return "Every hypothesis held, as the scenario expects."
+	}
+	switch v {
+	case verdict.Reproduced:
+		return "The incident reproduced: every variant behaved as the scenario expects."
+	case verdict.Held:
+		return "Every hypothesis held where the incident says the system breaks: the incident did not reproduce."
+	case verdict.Violated:
+		return "A variant that should hold broke a hypothesis: the mitigation does not hold."
+	case verdict.Aborted:
+		return "The run was interrupted before it could be judged."
+	case verdict.Inconclusive:
+		return "The run cannot be judged: a measurement is missing or a comparison failed."
+	}
+	return ""
+}
+
+var howToRead = []string{
+	"The verdict at the top combines the variants. Each variant is judged against the scenario's hypotheses: properties a healthy system keeps (e.g. a bounded number of outstanding requests). A variant that breaks any hypothesis is VIOLATED; one that keeps all of them HELD.",
+	"A scenario usually has a vulnerable variant, expected to be violated the way the incident was, and a mitigated one, expected to hold. When every variant reaches its expected verdict and every comparison between them holds, the run REPRODUCED the incident. VIOLATED means a variant expected to hold did not; HELD means the vulnerable variant did not break; INCONCLUSIVE means a measurement was missing or a comparison failed.",
+	"Observed values are the figures derived from the sampled series; \"never\" means the condition was never reached during the run (e.g. the mirrors never became fresh again), \"n/a\" that it was not measured.",
+	"The evidence table sets what the incident write-up says next to what each variant measured. The charts show the raw series: time runs in seconds from the start of each variant, shaded bands are the injected faults, and the charts of one row share their y axis so that the variants compare at a glance.",
+	"report.json holds everything shown here; chaoslab can re-check it against a changed scenario (new thresholds, new hypotheses) without running it again.",
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "—"
+	}
+	return s
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func fmtDuration(a, b time.Time) string {
+	if a.IsZero() || b.IsZero() || b.Before(a) {
+		return "—"
+	}
+	return b.Sub(a).Round(time.Second).String()
+}
+
+func fmtHost(h Host) string {
+	var parts []string
+	if h.OS != "" {
+		parts = append(parts, h.OS)
+	}
+	if h.Kernel != "" {
+		parts = append(parts, "kernel "+h.Kernel)
+	}
+	if h.Cores > 0 {
+		parts = append(parts, fmt.Sprintf("%d cores", h.Cores))
+	}
+	if h.MemoryMB > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB memory", h.MemoryMB))
+	}
+	if h.Cgroup != "" {
+		parts = append(parts, "cgroup "+h.Cgroup)
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtSeconds prints a time on the variant's clock: "42.5 s".
+func fmtSeconds(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "n/a"
+	case math.IsInf(x, 1):
+		return "end of run"
+	}
+	return strconv.FormatFloat(x, 'f', 1, 64) + " s"
+}
+
+func fmtExits(exits []Exit) string {
+	if len(exits) == 0 {
+		return "none"
+	}
+	var parts []string
+	for i, e := range exits {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(exits)-3))
+			break
+		}
+		how := e.How
+		if how == "" {
+			switch {
+			case e.OOM:
+				how = "OOM kill"
+			case e.Signal != "":
+				how = "signal " + e.Signal
+			default:
+				how = fmt.Sprintf("exit code %d", e.Code)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s", fmtSeconds(e.T), how))
+	}
+	return fmt.Sprintf("%d (%s)", len(exits), strings.Join(parts, "; "))
+}

@@ -1,0 +1,530 @@
+package scenarios_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
+)
+
+const il0587 = "il-0587-zk-treecache-reconnect-storm"
+
+// small is a cut-down copy of the built-in IL-0587 scenario; the broken
+// scenarios below are edits of it.
+const small = `# IL-0587, small.
+id: il-0587-small
+title: ZooKeeper leader stall sets off a refresh storm
+case: IL-0587
+system: zookeeper
+description: A small copy of the built-in IL-0587 scenario.
+topology:
+  zookeeper:
+    servers: 3
+workload:
+  kind: zk-tree-mirror
+  clients: 4
+  tree:
+    path: /chaoslab/deployments
+    fanout: [3, 20]
+    data_bytes: 1024
+  session_timeout: 10s
+  memory_limit_mb: 72
+  writer:
+    rate_per_sec: 50
+    share: 0.1
+timeline:
+  warmup: 30s
+  faults:
+    - at: 0s
+      fault: pause
+      target: leader
+      duration: 15s
+  observe: 30s
+variants:
+  vulnerable:
+    description: A full refresh on every reconnect.
+    workload:
+      strategy: full-refresh
+  mitigated:
+    description: A paced walk with 8 requests in flight.
+    workload:
+      strategy: paced
+      window: 8
+hypotheses:
+  - id: no-client-oom
+    description: No client is killed for running out of memory.
+    metric: clients.oom_kills
+    op: "=="
+    threshold: 0
+comparisons:
+  - id: outstanding-10x
+    description: The vulnerable clients drive 10 times the outstanding requests.
+    metric: servers.outstanding_requests.max
+    numerator: vulnerable
+    denominator: mitigated
+    op: ">="
+    threshold: 10
+expect:
+  vulnerable: violated
+  mitigated: held
+evidence:
+  - incident: Reconnecting proxies flooded the servers with refresh batches.
+    metric: servers.outstanding_requests.max
+`
+
+// edit replaces the one occurrence of old in text.
+func edit(t *testing.T, text, old, new string) string {
+	t.Helper()
+	require.Equal(t, 1, strings.Count(text, old), "edit: %q must occur once", old)
+	return strings.Replace(text, old, new, 1)
+}
+
+// lineOf is the 1-based line of the one occurrence of marker in text.
+func lineOf(t *testing.T, text, marker string) int {
+	t.Helper()
+	require.Equal(t, 1, strings.Count(text, marker), "lineOf: %q must occur once", marker)
+	return strings.Count(text[:strings.Index(text, marker)], "\n") + 1
+}
+
+// fieldErrors returns the loader's errors, which must be scenarios.Errors.
+func fieldErrors(t *testing.T, err error) scenarios.Errors {
+	t.Helper()
+	require.Error(t, err)
+	var es scenarios.Errors
+	require.True(t, errors.As(err, &es), "want scenarios.Errors, got %T: %v", err, err)
+	require.NotEmpty(t, es)
+	return es
+}
+
+// acceptOnlyIL0587 stands in for the seeds package during a test.
+func acceptOnlyIL0587(t *testing.T) {
+	old := scenarios.CaseChecker
+	scenarios.CaseChecker = func(id string) error {
+		if strings.EqualFold(id, "IL-0587") {
+			return nil
+		}
+		return fmt.Errorf("no case record %q", id)
+	}
+	t.Cleanup(func() { scenarios.CaseChecker = old })
+}
+
+func TestBuiltinScenariosLoad(t *testing.T) {
+	old := scenarios.CaseChecker
+	scenarios.CaseChecker = func(id string) error { _, err := seeds.Get(id); return err }
+	t.Cleanup(func() { scenarios.CaseChecker = old })
+
+	all, err := scenarios.Builtin()
+	require.NoError(t, err)
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	require.Len(t, all, len(files), "every YAML file here is a built-in scenario")
+
+	ids := map[string]bool{}
+	for _, s := range all {
+		require.False(t, ids[s.ID], "repeated id %s", s.ID)
+		ids[s.ID] = true
+		require.Equal(t, "scenarios/"+s.ID+".yaml", s.Source, "a built-in file is named after its id")
+		_, err := seeds.Get(s.Case)
+		require.NoError(t, err, "%s: case %s", s.ID, s.Case)
+		require.NotEmpty(t, s.Hypotheses)
+		for name := range s.Expect {
+			require.Contains(t, s.Variants, name)
+		}
+		for _, name := range s.VariantNames() {
+			_, err := s.EffectiveWorkload(name)
+			require.NoError(t, err, "%s: variant %s", s.ID, name)
+		}
+	}
+	require.True(t, ids[il0587])
+
+	// Loading the file from disk gives the same scenario.
+	s, err := scenarios.Load(il0587 + ".yaml")
+	require.NoError(t, err)
+	require.Equal(t, il0587+".yaml", s.Source)
+	b, err := scenarios.Find(il0587)
+	require.NoError(t, err)
+	s.Source = b.Source
+	require.Equal(t, b, s)
+}
+
+func TestFind(t *testing.T) {
+	for _, ref := range []string{
+		il0587,
+		strings.ToUpper(il0587),
+		"IL-0587",
+		"il-0587",
+		"Il-0587",
+	} {
+		s, err := scenarios.Find(ref)
+		require.NoError(t, err, ref)
+		require.Equal(t, il0587, s.ID, ref)
+		require.Equal(t, "IL-0587", s.Case)
+	}
+
+	_, err := scenarios.Find("il-9999")
+	require.ErrorContains(t, err, `no scenario "il-9999" (known: `)
+	require.ErrorContains(t, err, il0587)
+
+	// A path loads the file.
+	s, err := scenarios.Find("./" + il0587 + ".yaml")
+	require.NoError(t, err)
+	require.Equal(t, "./"+il0587+".yaml", s.Source)
+	_, err = scenarios.Find(filepath.Join(t.TempDir(), "missing.yaml"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestEffectiveWorkload(t *testing.T) {
+	s, err := scenarios.Find(il0587)
+	require.NoError(t, err)
+	require.Equal(t, []string{"vulnerable", "mitigated"}, s.VariantNames())
+	base := s.Workload
+	require.Empty(t, base.Strategy, "the strategy is the variants' business")
+
+	vul, err := s.EffectiveWorkload("vulnerable")
+	require.NoError(t, err)
+	require.Equal(t, "full-refresh", vul.Strategy)
+	require.Zero(t, vul.Window)
+
+	mit, err := s.EffectiveWorkload("mitigated")
+	require.NoError(t, err)
+	require.Equal(t, "paced", mit.Strategy)
+	require.Equal(t, 8, mit.Window)
+
+	// Every other field comes from the scenario's workload.
+	for _, w := range []scenarios.Workload{vul, mit} {
+		require.Equal(t, base.Clients, w.Clients)
+		require.Equal(t, base.Tree, w.Tree)
+		require.Equal(t, 10*time.Second, w.SessionTimeout.D())
+		w.Strategy, w.Window = "", 0
+		require.Equal(t, base, w)
+	}
+
+	// The scenario's workload is left as it was, fan-out included.
+	mit.Tree.Fanout[0] = 999
+	require.Empty(t, s.Workload.Strategy)
+	require.NotEqual(t, 999, s.Workload.Tree.Fanout[0])
+
+	_, err = s.EffectiveWorkload("canary")
+	require.EqualError(t, err, `scenario il-0587-zk-treecache-reconnect-storm: no variant "canary"`)
+}
+
+func TestEffectiveWorkloadNested(t *testing.T) {
+	// A nested mapping overrides only the fields it names.
+	text := edit(t, small, "      strategy: paced\n      window: 8\n",
+		"      strategy: paced\n      window: 8\n      tree:\n        fanout: [2, 5]\n      writer:\n        share: 0.5\n")
+	s, err := scenarios.Parse("nested.yaml", []byte(text))
+	require.NoError(t, err)
+	w, err := s.EffectiveWorkload("mitigated")
+	require.NoError(t, err)
+	require.Equal(t, scenarios.Tree{Path: "/chaoslab/deployments", Fanout: []int{2, 5}, DataBytes: 1024}, w.Tree)
+	require.Equal(t, scenarios.Writer{RatePerSec: 50, Share: 0.5}, w.Writer)
+	require.Equal(t, 4, w.Clients)
+	require.Equal(t, 72, w.MemoryLimitMB)
+	require.Equal(t, []int{3, 20}, s.Workload.Tree.Fanout)
+}
+
+func TestRunLength(t *testing.T) {
+	s, err := scenarios.Parse("small.yaml", []byte(small))
+	require.NoError(t, err)
+	require.Equal(t, 75*time.Second, s.RunLength(), "30s warm-up + 15s pause + 30s observe")
+
+	// The run lasts until the fault that ends last has ended, whatever
+	// the order of the list.
+	text := edit(t, small, "      duration: 15s\n", `      duration: 15s
+    - at: 40s
+      fault: kill-restart
+      target: follower
+      duration: 5s
+    - at: 20s
+      fault: pause
+      target: any
+      duration: 10s
+`)
+	s, err = scenarios.Parse("small.yaml", []byte(text))
+	require.NoError(t, err)
+	require.Equal(t, 105*time.Second, s.RunLength(), "30s warm-up + 45s of faults + 30s observe")
+
+	b, err := scenarios.Find(il0587)
+	require.NoError(t, err)
+	last := time.Duration(0)
+	for _, f := range b.Timeline.Faults {
+		last = max(last, f.At.D()+f.Duration.D())
+	}
+	require.Equal(t, b.Timeline.Warmup.D()+last+b.Timeline.Observe.D(), b.RunLength())
+}
+
+func TestParseSmall(t *testing.T) {
+	acceptOnlyIL0587(t)
+	s, err := scenarios.Parse("small.yaml", []byte(small))
+	require.NoError(t, err)
+	require.Equal(t, "small.yaml", s.Source)
+	require.Equal(t, 3, s.Topology.ZooKeeper.Servers)
+	require.Equal(t, 3+3*20, s.Workload.Tree.Nodes())
+}
+
+func TestParseErrors(t *testing.T) {
+	acceptOnlyIL0587(t)
+	metrics := strings.Join(scenarios.MetricNames(), ", ")
+	cases := []struct {
+		name  string
+		text  string
+		at    string // the text on the line the error must name
+		field string
+		msg   string
+	}{{
+		name:  "unknown top-level field",
+		text:  edit(t, small, "system: zookeeper\n", "system: zookeeper\nowner: sre-team\n"),
+		at:    "owner:",
+		field: "owner",
+		msg:   "unknown field (known: id, title, case, system, description, topology, workload, timeline, variants, hypotheses, comparisons, expect, evidence)",
+	}, {
+		name:  "unknown nested field",
+		text:  edit(t, small, "fanout: [3, 20]", "fanoutt: [3, 20]"),
+		at:    "fanoutt:",
+		field: "workload.tree.fanoutt",
+		msg:   "unknown field (known: path, fanout, data_bytes)",
+	}, {
+		name:  "wrong kind",
+		text:  edit(t, small, "clients: 4", `clients: "many"`),
+		at:    "clients:",
+		field: "workload.clients",
+		msg:   `want a whole number, got "many"`,
+	}, {
+		name:  "a number in quotes is a string",
+		text:  edit(t, small, "clients: 4", `clients: "12"`),
+		at:    "clients:",
+		field: "workload.clients",
+		msg:   `want a whole number, got the string "12"`,
+	}, {
+		name:  "a list for a number",
+		text:  edit(t, small, "servers: 3", "servers: [1, 2, 3]"),
+		at:    "servers:",
+		field: "topology.zookeeper.servers",
+		msg:   "want a whole number, got a list",
+	}, {
+		name:  "a mapping for a string",
+		text:  edit(t, small, "title: ZooKeeper leader stall sets off a refresh storm", "title:\n  text: stall"),
+		at:    "text: stall",
+		field: "title",
+		msg:   "want a string",
+	}, {
+		name:  "bad duration",
+		text:  edit(t, small, "session_timeout: 10s", "session_timeout: 10 parsecs"),
+		at:    "session_timeout:",
+		field: "workload.session_timeout",
+		msg:   `not a duration (like 10s or 1m30s): "10 parsecs"`,
+	}, {
+		name:  "bad enum",
+		text:  edit(t, small, "target: leader", "target: president"),
+		at:    "target:",
+		field: "timeline.faults[0].target",
+		msg:   `want leader, follower or any, got "president"`,
+	}, {
+		name:  "unknown fault",
+		text:  edit(t, small, "fault: pause", "fault: meteor"),
+		at:    "fault: meteor",
+		field: "timeline.faults[0].fault",
+		msg:   `unknown fault "meteor" (known: pause, kill-restart)`,
+	}, {
+		name:  "unknown metric in a hypothesis",
+		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
+		at:    "clients.happiness",
+		field: "hypotheses[0].metric",
+		msg:   `unknown metric "clients.happiness" (known: ` + metrics + ")",
+	}, {
+		name:  "expect names a missing variant",
+		text:  edit(t, small, "  mitigated: held\n", "  mitigated: held\n  canary: held\n"),
+		at:    "canary: held",
+		field: "expect.canary",
+		msg:   `no variant "canary"`,
+	}, {
+		name:  "bad expected verdict",
+		text:  edit(t, small, "  mitigated: held\n", "  mitigated: fine\n"),
+		at:    "mitigated: fine",
+		field: "expect.mitigated",
+		msg:   `want held or violated, got "fine"`,
+	}, {
+		name:  "expect repeats a variant",
+		text:  edit(t, small, "  mitigated: held\n", "  mitigated: held\n  vulnerable: held\n"),
+		at:    "vulnerable: held",
+		field: "expect.vulnerable",
+		msg:   "repeated key",
+	}, {
+		name:  "comparison names a missing variant",
+		text:  edit(t, small, "denominator: mitigated", "denominator: canary"),
+		at:    "denominator: canary",
+		field: "comparisons[0].denominator",
+		msg:   `no variant "canary"`,
+	}, {
+		name:  "variant workload with an unknown field",
+		text:  edit(t, small, "window: 8", "windw: 8"),
+		at:    "windw:",
+		field: "variants.mitigated.workload.windw",
+		msg:   "unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within)",
+	}, {
+		name:  "variant workload with a wrong kind",
+		text:  edit(t, small, "window: 8", "window: eight"),
+		at:    "window: eight",
+		field: "variants.mitigated.workload.window",
+		msg:   `want a whole number, got "eight"`,
+	}, {
+		name:  "paced variant without a window",
+		text:  edit(t, small, "      strategy: paced\n      window: 8\n", "      strategy: paced\n"),
+		at:    "strategy: paced",
+		field: "variants.mitigated.workload.window",
+		msg:   "paced needs a window >= 1",
+	}, {
+		name:  "unknown case",
+		text:  edit(t, small, "case: IL-0587", "case: IL-9999"),
+		at:    "case: IL-9999",
+		field: "case",
+		msg:   `no case record "IL-9999"`,
+	}, {
+		name:  "missing required field",
+		text:  edit(t, small, "    description: No client is killed for running out of memory.\n", ""),
+		at:    "- id: no-client-oom",
+		field: "hypotheses[0].description",
+		msg:   "required",
+	}, {
+		name: "a second document",
+		text: edit(t, small, "evidence:\n", "---\nevidence:\n"),
+		at:   "---",
+		msg:  "a second YAML document starts here; a scenario file holds one",
+	}, {
+		name: "invalid YAML",
+		text: edit(t, small, "title: ZooKeeper leader stall sets off a refresh storm",
+			"title: ZooKeeper leader stall: a refresh storm"),
+		at:  "title:",
+		msg: "parse YAML: mapping values are not allowed in this context",
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := scenarios.Parse("broken.yaml", []byte(tc.text))
+			es := fieldErrors(t, err)
+			line := lineOf(t, tc.text, tc.at)
+			var got *scenarios.FieldError
+			for _, e := range es {
+				if e.Field == tc.field && e.Msg == tc.msg {
+					got = e
+				}
+			}
+			require.NotNil(t, got, "no error %q at %s in:\n%v", tc.msg, tc.field, err)
+			require.Equal(t, "broken.yaml", got.File)
+			require.Equal(t, line, got.Line, "line of %s", tc.field)
+			want := fmt.Sprintf("broken.yaml:%d: %s: %s", line, tc.field, tc.msg)
+			if tc.field == "" {
+				want = fmt.Sprintf("broken.yaml:%d: %s", line, tc.msg)
+			}
+			require.Equal(t, want, got.Error())
+			require.Contains(t, err.Error(), want)
+		})
+	}
+}
+
+// A few whole messages as `chaoslab validate` prints them.
+func TestParseErrorText(t *testing.T) {
+	acceptOnlyIL0587(t)
+	_, err := scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "session_timeout: 10s", "session_timeout: 10 parsecs")))
+	require.EqualError(t, err, `scenarios/broken.yaml:17: workload.session_timeout: not a duration (like 10s or 1m30s): "10 parsecs"`)
+
+	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "target: leader", "target: president")))
+	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: want leader, follower or any, got "president"`)
+
+	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within)")
+
+	// Reported once, by the walk, not again when the override is applied.
+	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))
+	require.EqualError(t, err, `scenarios/broken.yaml:39: variants.mitigated.workload.window: want a whole number, got "eight"`)
+
+	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "  mitigated: held\n", "  mitigated: held\n  vulnerable: held\n")))
+	require.EqualError(t, err, "scenarios/broken.yaml:57: expect.vulnerable: repeated key")
+
+	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "title: ZooKeeper leader stall sets off a refresh storm",
+		"title: ZooKeeper leader stall: a refresh storm")))
+	require.EqualError(t, err, "scenarios/broken.yaml:3: parse YAML: mapping values are not allowed in this context")
+
+	_, err = scenarios.Parse("scenarios/broken.yaml", nil)
+	require.EqualError(t, err, "scenarios/broken.yaml: empty document")
+
+	_, err = scenarios.Parse("scenarios/broken.yaml", []byte("- just\n- a list\n"))
+	require.EqualError(t, err, "scenarios/broken.yaml:1: want a mapping")
+}
+
+func TestParseReportsEveryError(t *testing.T) {
+	acceptOnlyIL0587(t)
+
+	// Structural problems: found by the walk over the YAML, all at once.
+	text := edit(t, small, "fanout: [3, 20]", "fanoutt: [3, 20]")
+	text = edit(t, text, "clients: 4", "clients: many")
+	text = edit(t, text, "warmup: 30s", "warmup: soon")
+	text = edit(t, text, "    servers: 3\n", "    servers: 3\n    racks: 2\n")
+	_, err := scenarios.Parse("broken.yaml", []byte(text))
+	es := fieldErrors(t, err)
+	require.Equal(t, []string{"topology.zookeeper.racks", "workload.clients", "workload.tree.fanoutt", "timeline.warmup"}, fields(es), "in file order:\n%v", err)
+	require.Equal(t, []int{lineOf(t, text, "racks:"), lineOf(t, text, "clients:"), lineOf(t, text, "fanoutt:"), lineOf(t, text, "warmup:")}, lines(es))
+
+	// Problems of meaning: found by validate, all at once.
+	text = edit(t, small, "fault: pause", "fault: meteor")
+	text = edit(t, text, "target: leader", "target: president")
+	text = edit(t, text, "metric: clients.oom_kills", "metric: clients.happiness")
+	text = edit(t, text, "  mitigated: held\n", "  mitigated: held\n  canary: held\n")
+	text = edit(t, text, "numerator: vulnerable", "numerator: canary")
+	text = edit(t, text, "case: IL-0587", "case: IL-9999")
+	text = edit(t, text, "strategy: full-refresh", "strategy: turbo")
+	text = edit(t, text, "strategy: paced", "strategy: warp")
+	text = edit(t, text, "  vulnerable: violated\n", "  vulnerable: broken\n")
+	for range 10 { // variants and expect are maps: the order must not depend on them
+		_, err = scenarios.Parse("broken.yaml", []byte(text))
+		es = fieldErrors(t, err)
+		require.Equal(t, []string{
+			"case",
+			"timeline.faults[0].fault",
+			"timeline.faults[0].target",
+			"variants.vulnerable.workload.strategy",
+			"variants.mitigated.workload.strategy",
+			"hypotheses[0].metric",
+			"comparisons[0].numerator",
+			"expect.vulnerable",
+			"expect.canary",
+		}, fields(es), "in file order:\n%v", err)
+	}
+	require.Len(t, strings.Split(err.Error(), "\n"), len(es), "one line per problem")
+}
+
+func fields(es scenarios.Errors) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Field)
+	}
+	return out
+}
+
+func lines(es scenarios.Errors) []int {
+	var out []int
+	for _, e := range es {
+		out = append(out, e.Line)
+	}
+	return out
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mine.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(edit(t, small, "target: leader", "target: president")), 0o644))
+	_, err := scenarios.Load(path)
+	es := fieldErrors(t, err)
+	require.Len(t, es, 1)
+	require.Equal(t, path, es[0].File)
+	require.Equal(t, lineOf(t, small, "target: leader"), es[0].Line)
+
+	_, err = scenarios.Load(filepath.Join(t.TempDir(), "missing.yaml"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}

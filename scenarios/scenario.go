@@ -1,0 +1,252 @@
+// Package scenarios holds chaoslab's scenario format: a scenario is data
+// (topology x workload x fault timeline x variants x hypotheses) named after
+// the incident it replays. The YAML definitions live next to this file and
+// are embedded into the binary; Load reads any file from disk.
+package scenarios
+
+import (
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Scenario is one executable replay of a source incident.
+type Scenario struct {
+	// ID names the scenario after its source, e.g. il-0587-zk-treecache-reconnect-storm.
+	ID string `yaml:"id" json:"id" jsonschema:"required,pattern=^[a-z0-9][a-z0-9-]*$"`
+	// Title is one line for listings.
+	Title string `yaml:"title" json:"title" jsonschema:"required"`
+	// Case is the id of the case record in seeds/ (e.g. IL-0587).
+	Case string `yaml:"case" json:"case" jsonschema:"required"`
+	// System is the coordination service the scenario runs against.
+	System string `yaml:"system" json:"system" jsonschema:"required,enum=zookeeper,enum=etcd,enum=consul"`
+	// Description says what is replayed and how, in a few sentences.
+	Description string `yaml:"description" json:"description" jsonschema:"required"`
+	// Topology sizes the servers.
+	Topology Topology `yaml:"topology" json:"topology" jsonschema:"required"`
+	// Workload is the client workload common to every variant.
+	Workload Workload `yaml:"workload" json:"workload" jsonschema:"required"`
+	// Timeline is the incident's fault timeline.
+	Timeline Timeline `yaml:"timeline" json:"timeline" jsonschema:"required"`
+	// Variants maps a variant name (vulnerable, mitigated) to what it changes.
+	Variants map[string]Variant `yaml:"variants" json:"variants" jsonschema:"required"`
+	// Hypotheses are the properties that should hold; a variant that
+	// violates any of them is "violated".
+	Hypotheses []Hypothesis `yaml:"hypotheses" json:"hypotheses" jsonschema:"required,minItems=1"`
+	// Comparisons relate the same measurement across two variants.
+	Comparisons []Comparison `yaml:"comparisons,omitempty" json:"comparisons,omitempty"`
+	// Expect gives the verdict each variant must reach for the scenario to
+	// reproduce its incident (usually vulnerable: violated, mitigated: held).
+	Expect map[string]string `yaml:"expect" json:"expect" jsonschema:"required"`
+	// Evidence maps what the incident write-up says to what is measured.
+	Evidence []Evidence `yaml:"evidence,omitempty" json:"evidence,omitempty"`
+
+	// Source is the file the scenario was loaded from (not part of the format).
+	Source string `yaml:"-" json:"source,omitempty"`
+}
+
+// Topology sizes the servers of the system under test.
+type Topology struct {
+	// ZooKeeper is the ensemble of a zookeeper scenario (required for it).
+	ZooKeeper *ZooKeeperTopology `yaml:"zookeeper,omitempty" json:"zookeeper,omitempty"`
+}
+
+// ZooKeeperTopology is a ZooKeeper ensemble and its zoo.cfg settings.
+type ZooKeeperTopology struct {
+	// Servers is the number of ensemble members, 1 to 7.
+	Servers int `yaml:"servers" json:"servers" jsonschema:"required,minimum=1,maximum=7"`
+	// TickMS is zoo.cfg's tickTime in milliseconds (default 2000).
+	TickMS int `yaml:"tick_ms,omitempty" json:"tick_ms,omitempty" jsonschema:"minimum=100"`
+	// InitLimit is zoo.cfg's initLimit, in ticks (default 10).
+	InitLimit int `yaml:"init_limit,omitempty" json:"init_limit,omitempty" jsonschema:"minimum=1"`
+	// SyncLimit is zoo.cfg's syncLimit, in ticks (default 5).
+	SyncLimit int `yaml:"sync_limit,omitempty" json:"sync_limit,omitempty" jsonschema:"minimum=1"`
+	// HeapMB is the JVM -Xmx of each server, in MiB (default 256).
+	HeapMB int `yaml:"heap_mb,omitempty" json:"heap_mb,omitempty" jsonschema:"minimum=32"`
+	// CPUQuota holds each server to this many cores (cgroup cpu quota; 0 =
+	// no limit). It keeps the ratio of client demand to server capacity of a
+	// fleet of hundreds of clients when a dozen stand in for them.
+	CPUQuota float64 `yaml:"cpu_quota,omitempty" json:"cpu_quota,omitempty" jsonschema:"minimum=0"`
+	// MaxClientCnxns is zoo.cfg's per-IP connection limit (0 = unlimited).
+	MaxClientCnxns int `yaml:"max_client_cnxns,omitempty" json:"max_client_cnxns,omitempty" jsonschema:"minimum=0"`
+}
+
+// Workload is the client side of a scenario. Variants override fields of it.
+type Workload struct {
+	// Kind selects the workload program: zk-tree-mirror.
+	Kind string `yaml:"kind" json:"kind" jsonschema:"required,enum=zk-tree-mirror"`
+	// Clients is the number of client processes.
+	Clients int `yaml:"clients" json:"clients" jsonschema:"required,minimum=1"`
+	// StartSpread spreads the clients' starts evenly over this span of the
+	// warm-up, as a fleet comes up one instance at a time.
+	StartSpread Duration `yaml:"start_spread,omitempty" json:"start_spread,omitempty"`
+	// Strategy is how a client (re)loads its mirror: full-refresh or paced.
+	Strategy string `yaml:"strategy,omitempty" json:"strategy,omitempty" jsonschema:"enum=full-refresh,enum=paced"`
+	// Window bounds requests in flight per client (paced only).
+	Window int `yaml:"window,omitempty" json:"window,omitempty" jsonschema:"minimum=1"`
+	// Retries is how many times a failed read is re-queued (full-refresh
+	// re-queues like Curator's background retry; paced retries after the
+	// session is back).
+	Retries int `yaml:"retries,omitempty" json:"retries,omitempty" jsonschema:"minimum=0"`
+	// Tree is the subtree the harness seeds and every client mirrors.
+	Tree Tree `yaml:"tree" json:"tree" jsonschema:"required"`
+	// SessionTimeout is the ZooKeeper session timeout the clients ask for.
+	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout" jsonschema:"required"`
+	// MemoryLimitMB is the kernel-enforced memory limit of each client (0 = none).
+	MemoryLimitMB int `yaml:"memory_limit_mb,omitempty" json:"memory_limit_mb,omitempty" jsonschema:"minimum=0"`
+	// Restart restarts a client that died, after RestartDelay, like a
+	// supervisor (Kubernetes) would.
+	Restart bool `yaml:"restart,omitempty" json:"restart,omitempty"`
+	// RestartDelay is how long a dead client stays down before it is restarted.
+	RestartDelay Duration `yaml:"restart_delay,omitempty" json:"restart_delay,omitempty"`
+	// Writer changes znodes at a steady rate so that staleness is measurable.
+	Writer Writer `yaml:"writer" json:"writer"`
+	// ReportInterval is how often each client reports its figures.
+	ReportInterval Duration `yaml:"report_interval,omitempty" json:"report_interval,omitempty"`
+	// FreshWithin is the staleness under which a mirror counts as fresh.
+	FreshWithin Duration `yaml:"fresh_within,omitempty" json:"fresh_within,omitempty"`
+}
+
+// Tree describes the seeded subtree: Fanout[i] children at depth i+1.
+type Tree struct {
+	// Path is the absolute znode path of the subtree's root.
+	Path string `yaml:"path" json:"path" jsonschema:"required,pattern=^/"`
+	// Fanout gives the children per node at each depth: [30, 200] is 30
+	// children of the root with 200 children each.
+	Fanout []int `yaml:"fanout" json:"fanout" jsonschema:"required,minItems=1"`
+	// DataBytes is the size of each znode's data, in bytes.
+	DataBytes int `yaml:"data_bytes" json:"data_bytes" jsonschema:"minimum=0"`
+}
+
+// Nodes is the number of znodes below (not counting) Path.
+func (t Tree) Nodes() int {
+	n, level := 0, 1
+	for _, f := range t.Fanout {
+		level *= f
+		n += level
+	}
+	return n
+}
+
+// Writer is the background writer.
+type Writer struct {
+	// RatePerSec is the number of znode updates per second.
+	RatePerSec float64 `yaml:"rate_per_sec" json:"rate_per_sec" jsonschema:"minimum=0"`
+	// Share is the fraction of leaf znodes that receive updates (round robin).
+	Share float64 `yaml:"share" json:"share" jsonschema:"minimum=0,maximum=1"`
+}
+
+// Timeline is the fault timeline of a variant run.
+type Timeline struct {
+	// Warmup runs the workload before the first fault.
+	Warmup Duration `yaml:"warmup" json:"warmup" jsonschema:"required"`
+	// Faults, by offset from the end of the warm-up.
+	Faults []FaultStep `yaml:"faults" json:"faults" jsonschema:"required,minItems=1"`
+	// Observe keeps measuring after the last fault ends.
+	Observe Duration `yaml:"observe" json:"observe" jsonschema:"required"`
+}
+
+// FaultStep is one fault injection.
+type FaultStep struct {
+	// At is the offset from the end of the warm-up.
+	At Duration `yaml:"at" json:"at"`
+	// Fault is a registered fault name (pause, kill-restart).
+	Fault string `yaml:"fault" json:"fault" jsonschema:"required"`
+	// Target is a role: leader, follower or any.
+	Target string `yaml:"target" json:"target" jsonschema:"required,enum=leader,enum=follower,enum=any"`
+	// Duration is how long the fault lasts.
+	Duration Duration `yaml:"duration" json:"duration" jsonschema:"required"`
+}
+
+// Variant is a named change to the workload (and later, topology).
+type Variant struct {
+	// Description says what the variant stands for (the client as the
+	// incident ran it, or its fix).
+	Description string `yaml:"description" json:"description" jsonschema:"required"`
+	// Workload fields set here override the scenario's workload.
+	Workload yaml.Node `yaml:"workload,omitempty" json:"-"`
+}
+
+// Hypothesis is a property that should hold in a run.
+type Hypothesis struct {
+	// ID names the hypothesis in reports.
+	ID string `yaml:"id" json:"id" jsonschema:"required"`
+	// Description states the property in a sentence.
+	Description string `yaml:"description" json:"description" jsonschema:"required"`
+	// Metric is the measurement it is about.
+	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
+	// Op compares the measured value with Threshold: <, <=, >, >= or ==.
+	Op string `yaml:"op" json:"op" jsonschema:"required,enum=<,enum=<=,enum=>,enum=>=,enum=="`
+	// Threshold is the bound, in the metric's unit.
+	Threshold float64 `yaml:"threshold" json:"threshold"`
+}
+
+// Comparison checks Metric(Numerator)/Metric(Denominator) Op Threshold.
+type Comparison struct {
+	// ID names the comparison in reports.
+	ID string `yaml:"id" json:"id" jsonschema:"required"`
+	// Description states the relation in a sentence.
+	Description string `yaml:"description" json:"description" jsonschema:"required"`
+	// Metric is the measurement compared.
+	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
+	// Numerator is the variant whose value is divided.
+	Numerator string `yaml:"numerator" json:"numerator" jsonschema:"required"`
+	// Denominator is the variant whose value divides.
+	Denominator string `yaml:"denominator" json:"denominator" jsonschema:"required"`
+	// Op compares the ratio with Threshold: <, <=, >, >= or ==.
+	Op string `yaml:"op" json:"op" jsonschema:"required,enum=<,enum=<=,enum=>,enum=>=,enum=="`
+	// Threshold is the bound of the ratio.
+	Threshold float64 `yaml:"threshold" json:"threshold"`
+}
+
+// Evidence maps a statement of the write-up to a measured metric.
+type Evidence struct {
+	// Incident is the statement of the write-up, paraphrased.
+	Incident string `yaml:"incident" json:"incident" jsonschema:"required"`
+	// Metric is the measurement that shows it in a run.
+	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
+}
+
+// Duration is a time.Duration written as "10s", "1m30s".
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("not a duration (like 10s or 1m30s): %q", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalText writes a Go duration string (JSON).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText parses a Go duration string (JSON).
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ServersNames lists the member names the harness gives the servers (zk1..zkN).
+func (z *ZooKeeperTopology) ServersNames() []string {
+	var out []string
+	for i := 1; i <= z.Servers; i++ {
+		out = append(out, fmt.Sprintf("zk%d", i))
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package scenarios_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/chaoslab/chaoslab/scenarios"
+)
+
+func TestSchemaUpToDate(t *testing.T) {
+	want, err := scenarios.Schema()
+	require.NoError(t, err)
+	got, err := os.ReadFile("schema.json")
+	require.NoError(t, err, "schema.json is missing: run `go generate ./scenarios`")
+	require.Equal(t, string(want), string(got), "schema.json is out of date: run `go generate ./scenarios`")
+}
+
+// compileSchema compiles schema.json as editors would read it.
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open("schema.json")
+	require.NoError(t, err)
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("schema.json", doc))
+	sch, err := c.Compile("schema.json")
+	require.NoError(t, err)
+	return sch
+}
+
+// yamlToJSON turns a scenario file into the JSON value the schema checks.
+func yamlToJSON(t *testing.T, text []byte) any {
+	t.Helper()
+	var v any
+	require.NoError(t, yaml.Unmarshal(text, &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	return inst
+}
+
+func TestSchemaValidatesBuiltins(t *testing.T) {
+	sch := compileSchema(t)
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NoError(t, sch.Validate(yamlToJSON(t, text)), f)
+	}
+	require.NoError(t, sch.Validate(yamlToJSON(t, []byte(small))), "small")
+}
+
+// The schema rejects what the loader rejects, where JSON Schema can say it.
+func TestSchemaAgreesWithLoader(t *testing.T) {
+	acceptOnlyIL0587(t)
+	sch := compileSchema(t)
+
+	good := map[string]string{
+		"partial nested override": edit(t, small, "      window: 8\n", "      window: 8\n      tree:\n        fanout: [2, 5]\n"),
+		"no comparisons":          edit(t, small, small[strings.Index(small, "comparisons:"):strings.Index(small, "expect:")], ""),
+		"durations":               edit(t, small, "warmup: 30s", "warmup: 1m30.5s"),
+		"another op":              edit(t, small, `op: "=="`, `op: "<"`),
+	}
+	for name, text := range good {
+		_, err := scenarios.Parse("good.yaml", []byte(text))
+		require.NoError(t, err, name)
+		require.NoError(t, sch.Validate(yamlToJSON(t, []byte(text))), name)
+	}
+
+	bad := map[string]string{
+		"unknown top-level field":        edit(t, small, "system: zookeeper\n", "system: zookeeper\nowner: sre-team\n"),
+		"unknown nested field":           edit(t, small, "fanout: [3, 20]", "fanoutt: [3, 20]"),
+		"wrong kind":                     edit(t, small, "clients: 4", `clients: "many"`),
+		"number in quotes":               edit(t, small, "clients: 4", `clients: "4"`),
+		"bad duration":                   edit(t, small, "session_timeout: 10s", "session_timeout: 10 parsecs"),
+		"bad enum":                       edit(t, small, "target: leader", "target: president"),
+		"unknown fault":                  edit(t, small, "fault: pause", "fault: meteor"),
+		"unknown metric":                 edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
+		"unknown evidence metric":        edit(t, small, "  - incident: Reconnecting proxies flooded the servers with refresh batches.\n    metric: servers.outstanding_requests.max\n", "  - incident: x\n    metric: servers.mood\n"),
+		"bad op":                         edit(t, small, `op: "=="`, `op: "="`),
+		"bad verdict":                    edit(t, small, "mitigated: held", "mitigated: fine"),
+		"variant workload unknown field": edit(t, small, "window: 8", "windw: 8"),
+		"variant workload wrong kind":    edit(t, small, "window: 8", "window: eight"),
+		"variant unknown field":          edit(t, small, "    description: A paced walk with 8 requests in flight.\n", "    description: A paced walk.\n    owner: me\n"),
+		"missing required":               edit(t, small, "    description: No client is killed for running out of memory.\n", ""),
+		"too many servers":               edit(t, small, "servers: 3", "servers: 9"),
+		"relative tree path":             edit(t, small, "path: /chaoslab/deployments", "path: chaoslab"),
+	}
+	for name, text := range bad {
+		_, err := scenarios.Parse("bad.yaml", []byte(text))
+		require.Error(t, err, name)
+		require.Error(t, sch.Validate(yamlToJSON(t, []byte(text))), name)
+	}
+}

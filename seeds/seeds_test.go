@@ -1,0 +1,407 @@
+package seeds
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// wantIDs are the five source incidents, in All's order.
+var wantIDs = []string{"AWS-EBS-2011", "IL-0206", "IL-0277", "IL-0384", "IL-0587"}
+
+func TestAllLoadsAndValidatesEveryEmbeddedRecord(t *testing.T) {
+	names, err := fs.Glob(embedded, "*.yaml")
+	require.NoError(t, err)
+	require.Len(t, names, len(wantIDs), "one YAML file per source incident")
+
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			data, err := embedded.ReadFile(name)
+			require.NoError(t, err)
+			r, err := Parse(name, data)
+			require.NoError(t, err)
+			require.NoError(t, r.Validate())
+			require.Equal(t, strings.ToLower(r.ID)+".yaml", name, "file is named after the id")
+			require.Equal(t, name, r.File())
+
+			// Every source has an archived copy on the Wayback Machine.
+			for _, s := range r.Sources {
+				require.True(t, strings.HasPrefix(s.Archived, "https://web.archive.org/web/"), s.Archived)
+				require.True(t, strings.HasSuffix(s.Archived, s.URL), "archived copy %s is of %s", s.Archived, s.URL)
+			}
+			// IL cases also link their incidentlib page.
+			if strings.HasPrefix(r.ID, "IL-") {
+				require.Contains(t, sourceURLs(r), "https://benchlet.com/incidentlib/app/cases/"+r.ID)
+			}
+			require.GreaterOrEqual(t, len(r.Timeline), 5, "the timeline covers the whole chain")
+			require.GreaterOrEqual(t, len(r.Chain), 4)
+			require.GreaterOrEqual(t, len(r.Numbers), 8, "every published number is recorded")
+			require.GreaterOrEqual(t, strings.Count(strings.TrimSpace(r.Summary), "\n\n"), 1, "summary has 2-3 paragraphs")
+			require.LessOrEqual(t, strings.Count(strings.TrimSpace(r.Summary), "\n\n"), 2, "summary has 2-3 paragraphs")
+			require.NotEmpty(t, r.LabNotes)
+
+			// Timeline entries are in order: days never go back, and clock times within a
+			// day never go back. (The first entry may predate the record's date.)
+			day, last := "", ""
+			for i, e := range r.Timeline {
+				if e.Date != "" {
+					require.GreaterOrEqual(t, e.Date, day, "timeline[%d]", i)
+					if e.Date != day {
+						last = ""
+					}
+					day = e.Date
+				}
+				if e.At != "" {
+					require.GreaterOrEqual(t, e.At, last, "timeline[%d]", i)
+					last = e.At
+				}
+			}
+		})
+	}
+
+	recs, err := All()
+	require.NoError(t, err)
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ID
+	}
+	require.Equal(t, wantIDs, ids, "All is sorted by id")
+}
+
+func sourceURLs(r Record) []string {
+	var urls []string
+	for _, s := range r.Sources {
+		urls = append(urls, s.URL)
+	}
+	return urls
+}
+
+func number(t *testing.T, r Record, name string) Number {
+	t.Helper()
+	for _, n := range r.Numbers {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("%s has no number %q", r.ID, name)
+	return Number{}
+}
+
+// The figures the brief singles out must be present with the published values.
+func TestRecordsCarryThePublishedFigures(t *testing.T) {
+	cases := []struct {
+		id, name string
+		value    float64
+		unit     string
+	}{
+		{"IL-0587", "full_outage_duration", 20, "minutes"},
+		{"IL-0587", "degraded_access_duration", 3, "hours"},
+		{"IL-0587", "ensemble_size", 3, "count"},
+		{"IL-0587", "znodes_per_mirrored_tree", 10000, "count"},
+		{"IL-0587", "time_to_detect", 26, "minutes"},
+		{"IL-0587", "time_to_resolve", 234, "minutes"},
+		{"IL-0277", "time_to_resolve", 954, "minutes"},
+		{"IL-0277", "proxy_request_multiplier", 3, "times"},
+		{"IL-0384", "fleet_restart_rate", 300, "servers_per_hour"},
+		{"IL-0384", "time_to_resolve", 1028, "minutes"},
+		{"AWS-EBS-2011", "stuck_volumes_during_storm", 13, "percent"},
+		{"AWS-EBS-2011", "additional_stuck_from_race_condition", 5, "percent"},
+		{"AWS-EBS-2011", "unrecoverable_volumes", 0.07, "percent"},
+		{"AWS-EBS-2011", "single_az_rds_stuck_io_peak", 45, "percent"},
+		{"AWS-EBS-2011", "multi_az_rds_no_failover", 2.5, "percent"},
+		{"IL-0206", "pod_memory_limit_before", 500, "MB"},
+		{"IL-0206", "pod_memory_limit_after", 1, "GB"},
+		{"IL-0206", "ci_feature_flag_rollout", 50, "percent"},
+	}
+	for _, c := range cases {
+		r, err := Get(c.id)
+		require.NoError(t, err)
+		n := number(t, r, c.name)
+		require.Equal(t, c.value, n.Value, "%s %s", c.id, c.name)
+		require.Equal(t, c.unit, n.Unit, "%s %s", c.id, c.name)
+	}
+
+	kinesis, err := Get("IL-0384")
+	require.NoError(t, err)
+	require.Equal(t, "05:15 PST", findTimeline(t, kinesis, "First alarms").At)
+	require.Equal(t, "17h 8m", kinesis.TimeToResolve)
+	require.Empty(t, kinesis.TimeToDetect, "Kinesis published no time to detect")
+
+	labs := map[string]string{}
+	recs, err := All()
+	require.NoError(t, err)
+	for _, r := range recs {
+		labs[r.ID] = r.LabSystem
+	}
+	require.Equal(t, map[string]string{
+		"IL-0587": "zookeeper", "IL-0277": "zookeeper", "IL-0384": "etcd",
+		"AWS-EBS-2011": "etcd", "IL-0206": "consul",
+	}, labs)
+}
+
+func findTimeline(t *testing.T, r Record, prefix string) TimelineEntry {
+	t.Helper()
+	for _, e := range r.Timeline {
+		if strings.HasPrefix(e.Event, prefix) {
+			return e
+		}
+	}
+	t.Fatalf("%s has no timeline event starting %q", r.ID, prefix)
+	return TimelineEntry{}
+}
+
+// Computed spans must agree with the clock times they are computed from.
+func TestComputedSpansMatchTheirClockTimes(t *testing.T) {
+	span := regexp.MustCompile(`(\d\d):(\d\d)\)? (?:UTC|PST)?.*?(\d\d):(\d\d)`)
+	recs, err := All()
+	require.NoError(t, err)
+	checked := 0
+	for _, r := range recs {
+		for _, n := range r.Numbers {
+			if n.Unit != "minutes" || !strings.HasPrefix(n.Text, "Computed from two published times") {
+				continue
+			}
+			m := span.FindStringSubmatch(n.Text)
+			require.NotNil(t, m, "%s %s names its two times", r.ID, n.Name)
+			from := atoi(t, m[1])*60 + atoi(t, m[2])
+			to := atoi(t, m[3])*60 + atoi(t, m[4])
+			if to < from {
+				to += 24 * 60 // next day
+			}
+			require.Equal(t, float64(to-from), n.Value, "%s %s: %s", r.ID, n.Name, n.Text)
+			checked++
+		}
+	}
+	require.Greater(t, checked, 15)
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n := 0
+	for _, c := range s {
+		require.True(t, c >= '0' && c <= '9')
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestGetIsCaseInsensitive(t *testing.T) {
+	for _, id := range []string{"IL-0587", "il-0587", "Il-0587", " il-0587 "} {
+		r, err := Get(id)
+		require.NoError(t, err, id)
+		require.Equal(t, "IL-0587", r.ID)
+		require.Equal(t, "Elastic", r.Organisation)
+		require.Equal(t, "2019-01-18", r.Date)
+	}
+	r, err := Get("aws-ebs-2011")
+	require.NoError(t, err)
+	require.Equal(t, "AWS-EBS-2011", r.ID)
+}
+
+func TestGetUnknownCase(t *testing.T) {
+	_, err := Get("IL-9999")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `seeds: unknown case "IL-9999"`)
+	for _, id := range wantIDs {
+		require.Contains(t, err.Error(), id, "the error lists the known ids")
+	}
+}
+
+// minimal is a valid record; tests break it in one place at a time.
+const minimal = `id: IL-0001
+organisation: Example
+date: "2020-01-02"
+title: A test record
+systems: [zookeeper]
+lab_system: zookeeper
+trigger: Something happened.
+timeline:
+  - at: "10:00 UTC"
+    event: It began.
+numbers:
+  - name: outage_duration
+    value: 5
+    unit: minutes
+    text: How long it lasted.
+chain:
+  - A caused B.
+sources:
+  - url: https://example.com/postmortem
+    kind: postmortem
+    archived: https://web.archive.org/web/20200103/https://example.com/postmortem
+summary: A short summary.
+`
+
+func TestMinimalRecordIsValid(t *testing.T) {
+	r, err := Parse("minimal.yaml", []byte(minimal))
+	require.NoError(t, err)
+	require.NoError(t, r.Validate())
+	require.Equal(t, "2020-01-02", r.Date)
+	require.Equal(t, 5.0, r.Numbers[0].Value)
+}
+
+func TestUnquotedDateIsKeptAsWritten(t *testing.T) {
+	r, err := Parse("il-0001.yaml", []byte(strings.Replace(minimal, `date: "2020-01-02"`, "date: 2020-01-02", 1)))
+	require.NoError(t, err)
+	require.Equal(t, "2020-01-02", r.Date)
+	require.NoError(t, r.Validate())
+}
+
+func TestUnknownFieldNamesFileAndLine(t *testing.T) {
+	// A misspelt top-level key on line 3.
+	bad := strings.Replace(minimal, "date:", "dte:", 1)
+	_, err := Parse("bad.yaml", []byte(bad))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "bad.yaml")
+	require.Contains(t, err.Error(), "line 3")
+	require.Contains(t, err.Error(), "dte")
+
+	// An unknown key inside a list item, on line 21.
+	bad = strings.Replace(minimal, "    kind: postmortem\n", "    kind: postmortem\n    mirror: https://example.org\n", 1)
+	_, err = Parse("il-0001.yaml", []byte(bad))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "il-0001.yaml")
+	require.Contains(t, err.Error(), "line 21")
+	require.Contains(t, err.Error(), "mirror")
+}
+
+func TestParseRejectsBadYAML(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("id: [unclosed\n"))
+	require.ErrorContains(t, err, "x.yaml")
+
+	_, err = Parse("x.yaml", []byte(""))
+	require.ErrorContains(t, err, "x.yaml: empty document")
+
+	_, err = Parse("x.yaml", []byte(minimal+"---\nid: IL-0002\n"))
+	require.ErrorContains(t, err, "x.yaml")
+	require.ErrorContains(t, err, "more than one YAML document")
+
+	// A wrong type names the line too.
+	_, err = Parse("x.yaml", []byte(strings.Replace(minimal, "value: 5", "value: five", 1)))
+	require.ErrorContains(t, err, "x.yaml: line 13")
+}
+
+func TestMissingRequiredFieldNamesFileAndPath(t *testing.T) {
+	// archived removed from sources[0]: the error names the file, the path and the line of
+	// the list item that lacks it.
+	bad := strings.Replace(minimal, "    archived: https://web.archive.org/web/20200103/https://example.com/postmortem\n", "", 1)
+	r, err := Parse("il-0001.yaml", []byte(bad))
+	require.NoError(t, err)
+	err = r.Validate()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "il-0001.yaml: sources[0].archived: required (line 19)")
+
+	// A present but empty title names the title's own line.
+	bad = strings.Replace(minimal, "title: A test record", `title: ""`, 1)
+	r, err = Parse("il-0001.yaml", []byte(bad))
+	require.NoError(t, err)
+	require.EqualError(t, r.Validate(), "il-0001.yaml: title: required (line 4)")
+
+	// Several problems are all reported, one per line.
+	bad = strings.NewReplacer(
+		"lab_system: zookeeper", "lab_system: redis",
+		`date: "2020-01-02"`, `date: "2020-13-45"`,
+		"    unit: minutes\n", "",
+		"summary: A short summary.\n", "",
+		"archived: https://web.archive.org", "archived: http://web.archive.org",
+	).Replace(minimal)
+	r, err = Parse("il-0001.yaml", []byte(bad))
+	require.NoError(t, err)
+	err = r.Validate()
+	require.Error(t, err)
+	msgs := strings.Split(err.Error(), "\n")
+	require.Len(t, msgs, 5, err.Error())
+	require.Contains(t, err.Error(), `il-0001.yaml: date: not a YYYY-MM-DD date: "2020-13-45" (line 3)`)
+	require.Contains(t, err.Error(), `il-0001.yaml: lab_system: "redis" is not one of zookeeper, etcd, consul (line 6)`)
+	require.Contains(t, err.Error(), "il-0001.yaml: numbers[0].unit: required (line 12)")
+	require.Contains(t, err.Error(), "il-0001.yaml: sources[0].archived: must start with https://")
+	require.Contains(t, err.Error(), "il-0001.yaml: summary: required")
+
+	// Empty lists are reported by name.
+	r, err = Parse("il-0001.yaml", []byte("id: IL-0001\n"))
+	require.NoError(t, err)
+	err = r.Validate()
+	for _, field := range []string{"organisation", "date", "title", "systems", "lab_system", "trigger", "chain", "numbers", "sources", "summary"} {
+		require.Contains(t, err.Error(), "il-0001.yaml: "+field+": required", field)
+	}
+}
+
+func TestLoadReadsAFileOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "il-0001.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(minimal), 0o644))
+	r, err := Load(path)
+	require.NoError(t, err)
+	require.NoError(t, r.Validate())
+	require.Equal(t, "il-0001.yaml", r.File())
+
+	bad := filepath.Join(dir, "broken.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte(minimal+"colour: red\n"), 0o644))
+	_, err = Load(bad)
+	require.ErrorContains(t, err, "broken.yaml: line 23")
+
+	_, err = Load(filepath.Join(dir, "missing.yaml"))
+	require.Error(t, err)
+}
+
+func TestFormat(t *testing.T) {
+	recs, err := All()
+	require.NoError(t, err)
+	for _, r := range recs {
+		t.Run(r.ID, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, r.Format(&buf))
+			out := buf.String()
+			// The title is wrapped, so compare with whitespace collapsed.
+			require.Contains(t, oneLine(out), oneLine(r.Title))
+			for _, s := range r.Sources {
+				require.Contains(t, out, s.URL)
+				require.Contains(t, out, "archived: "+s.Archived)
+			}
+			for _, h := range []string{"Trigger", "Timeline", "Numbers", "Causal chain", "Remediation", "Action items", "Sources", "Summary"} {
+				require.Contains(t, out, "\n"+h+"\n", "section %s", h)
+			}
+			for _, n := range r.Numbers {
+				require.Contains(t, out, n.Name)
+			}
+			require.Contains(t, out, r.Organisation)
+			require.Contains(t, out, r.Date)
+			for i, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "://") {
+					continue // URLs are never broken
+				}
+				require.LessOrEqual(t, len([]rune(line)), Width, "line %d: %q", i+1, line)
+			}
+		})
+	}
+}
+
+func TestJSONUsesSnakeCaseKeys(t *testing.T) {
+	r, err := Get("IL-0206")
+	require.NoError(t, err)
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	for _, k := range []string{"id", "organisation", "lab_system", "root_cause", "users_affected", "time_to_detect", "time_to_resolve", "action_items", "lab_notes", "numbers", "sources"} {
+		require.Contains(t, m, k)
+	}
+	require.Equal(t, "consul", m["lab_system"])
+}
+
+func TestWrap(t *testing.T) {
+	out := wrap("- ", strings.Repeat("word ", 50), 30, "  ")
+	for _, line := range strings.Split(out, "\n") {
+		require.LessOrEqual(t, len(line), 30)
+		require.True(t, strings.HasPrefix(line, "- word") || strings.HasPrefix(line, "  word"), line)
+	}
+	long := "https://example.com/" + strings.Repeat("x", 60)
+	require.Equal(t, "see\n"+long+"\nok", wrap("", "see "+long+" ok", 30, ""))
+}
