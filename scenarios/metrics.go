@@ -5,18 +5,19 @@ import "sort"
 // Metrics are the measurements a run derives from its series; hypotheses,
 // comparisons and evidence name them.
 var Metrics = map[string]string{
-	"servers.outstanding_requests.max":    "peak of zk_outstanding_requests over every server and sample (mntr)",
-	"servers.avg_latency_ms.max":          "peak of zk_avg_latency over every server and sample, in ms (mntr)",
-	"servers.connections.min_after_fault": "lowest total of zk_num_alive_connections after the last fault ended",
-	"clients.oom_kills":                   "client processes killed by the kernel's OOM killer (cgroup counters or kernel log)",
-	"clients.deaths":                      "client processes that exited before the end of the run, for any reason",
-	"clients.rss_mb.max":                  "peak resident memory of any client process, in MiB",
-	"clients.pending.max":                 "peak of requests in flight plus queued in any one client",
-	"clients.requests.total":              "requests completed by all clients",
-	"clients.reconnects.total":            "reconnections (new TCP connection with a session) over all clients",
-	"clients.refreshes.total":             "full or paced tree walks started over all clients",
-	"clients.stale_s.max":                 "peak staleness of any mirror after warm-up, in seconds",
-	"clients.fresh_after_fault_s":         "seconds from the end of the last fault until every client's mirror is fresh and stays fresh (+Inf when that never happens in the run)",
+	"servers.outstanding_requests.max":            "peak of zk_outstanding_requests over every server and sample (mntr)",
+	"servers.outstanding_requests.max_from_fault": "peak of zk_outstanding_requests over every server from the start of the first fault to the end of the run",
+	"servers.avg_latency_ms.max":                  "peak of zk_avg_latency over every server and sample, in ms (mntr)",
+	"servers.connections.min_after_fault":         "lowest total of zk_num_alive_connections after the last fault ended",
+	"clients.oom_kills":                           "client processes killed by the kernel's OOM killer (cgroup counters or kernel log)",
+	"clients.deaths":                              "client processes that exited before the end of the run, for any reason",
+	"clients.rss_mb.max":                          "peak resident memory of any client process, in MiB",
+	"clients.pending.max":                         "peak of requests in flight plus queued in any one client",
+	"clients.requests.total":                      "requests completed by all clients",
+	"clients.reconnects.total":                    "reconnections (new TCP connection with a session) over all clients",
+	"clients.refreshes.total":                     "full or paced tree walks started over all clients",
+	"clients.stale_s.max":                         "peak staleness of any mirror after warm-up, in seconds",
+	"clients.fresh_after_fault_s":                 "seconds from the end of the last fault until every client's mirror is fresh and stays fresh (+Inf when that never happens in the run)",
 }
 
 // IsMetric reports whether name is a known metric.

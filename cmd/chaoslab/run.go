@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -50,12 +49,17 @@ it started, and still writes a report marked aborted.`,
 			default:
 				variants = strings.Split(variant, ",")
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
+			ctx, cancel := context.WithCancelCause(cmd.Context())
+			defer cancel(nil)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
 			go func() {
-				<-ctx.Done()
-				if cmd.Context().Err() == nil {
-					slog.Warn("interrupted: stopping the run, cleaning up and writing an aborted report (Ctrl-C again does not skip the cleanup)")
+				select {
+				case sig := <-sigs:
+					slog.Warn("interrupted: stopping the run, cleaning up and writing an aborted report", "signal", sig.String())
+					cancel(fmt.Errorf("%s received", sig))
+				case <-ctx.Done():
 				}
 			}()
 			rerun := fmt.Sprintf("chaoslab run %s --seed %d", s.ID, seed)
@@ -122,5 +126,3 @@ report.md and index.html.`,
 	return cmd
 }
 
-var _ = errors.New
-var _ = context.Background

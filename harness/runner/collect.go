@@ -19,8 +19,11 @@ func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *s
 	if fresh <= 0 {
 		fresh = 2 * time.Second
 	}
-	faultEnd := math.NaN()
+	faultEnd, faultStart := math.NaN(), math.NaN()
 	for _, f := range vr.Faults {
+		if math.IsNaN(faultStart) || f.Start < faultStart {
+			faultStart = f.Start
+		}
 		if math.IsNaN(faultEnd) || f.End > faultEnd {
 			faultEnd = f.End
 		}
@@ -34,6 +37,7 @@ func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *s
 	srv.mu.Unlock()
 	sort.Slice(samples, func(i, j int) bool { return samples[i].t < samples[j].t })
 	var peakOut, peakLat float64
+	peakFromFault := math.NaN()
 	lastState := map[string]string{}
 	buckets := map[int]map[string]float64{}
 	for _, s := range samples {
@@ -44,6 +48,12 @@ func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *s
 		vr.SeriesFor("server.avg_latency_ms", s.member, "ms").Points = append(vr.SeriesFor("server.avg_latency_ms", s.member, "ms").Points, pt(s.t, s.avgLatency))
 		vr.SeriesFor("server.connections", s.member, "connections").Points = append(vr.SeriesFor("server.connections", s.member, "connections").Points, pt(s.t, s.conns))
 		peakOut = max(peakOut, s.outstanding)
+		if !math.IsNaN(faultStart) && s.t >= faultStart {
+			if math.IsNaN(peakFromFault) {
+				peakFromFault = 0
+			}
+			peakFromFault = max(peakFromFault, s.outstanding)
+		}
 		peakLat = max(peakLat, s.avgLatency)
 		if lastState[s.member] != s.state {
 			if lastState[s.member] != "" || s.state != "" {
@@ -61,6 +71,9 @@ func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *s
 	}
 	m["servers.outstanding_requests.max"] = peakOut
 	m["servers.avg_latency_ms.max"] = peakLat
+	if !math.IsNaN(peakFromFault) {
+		m["servers.outstanding_requests.max_from_fault"] = peakFromFault
+	}
 	if len(buckets) > 0 {
 		minConns := math.Inf(1)
 		for _, b := range buckets {
@@ -105,7 +118,7 @@ func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *s
 				prevInc = s.inc
 			}
 			last = s.s
-			st := zkmirror.Staleness(wlog, hot, s.s.MinHotSeq, time.UnixMilli(s.s.UnixMS)).Seconds()
+			st := zkmirror.Staleness(wlog, s.s.NextSeq, time.UnixMilli(s.s.UnixMS)).Seconds()
 			pend := float64(s.s.InFlight + s.s.Queued)
 			rss := float64(s.s.RSSBytes) / (1 << 20)
 			vr.SeriesFor("client.pending", c.id, "requests").Points = append(vr.SeriesFor("client.pending", c.id, "requests").Points, pt(s.t, pend))

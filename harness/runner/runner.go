@@ -139,7 +139,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 			r.Versions["zookeeper"] = v.zkVersion
 		}
 		vr.LogDir = name + "/logs"
-		log.Info("variant done", "variant", name, "verdict", vr.Verdict, "metrics", shortMetrics(vr.Metrics))
+		log.Info("variant done", "variant", name, "metrics", shortMetrics(vr.Metrics))
 	}
 	r.EndedAt = time.Now()
 	if _, _, err := r.Recheck(nil); err != nil {

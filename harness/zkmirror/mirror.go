@@ -70,19 +70,24 @@ type Sample struct {
 	Reconnects int64  `json:"reconnects"`
 	Sessions   int64  `json:"sessions"`
 	Refreshes  int64  `json:"refreshes"`
+	// Frontier is the znodes a paced walk has still to visit (paths, not
+	// requests: nothing is sent for them yet).
+	Frontier int64 `json:"frontier"`
 	Cancelled  int64  `json:"cancelled"`
 	RSSBytes   int64  `json:"rss"`
 	Goroutines int    `json:"goroutines"`
 	Nodes      int    `json:"nodes"`
 	HotKnown   int    `json:"hot_known"`
-	// MinHotSeq is the lowest write sequence held for a hot znode (0 while
-	// some hot znode is unknown): the harness turns it into staleness.
-	MinHotSeq int64 `json:"min_hot_seq"`
+	// NextSeq is the lowest sequence number of a write the mirror has not
+	// seen yet, over every hot znode (1 while some hot znode is unknown):
+	// the harness turns it into staleness with the writer's log.
+	NextSeq int64 `json:"next_seq"`
 }
 
 type entry struct {
 	seq int64
-	hot bool
+	// idx is the znode's place in the writer's round robin, -1 if not hot.
+	idx int
 	// data is kept as the mirror holds it.
 	data []byte
 }
@@ -98,6 +103,7 @@ type Mirror struct {
 	nodes map[string]*entry
 
 	inflight, queued, completed, errs   atomic.Int64
+	frontier                            atomic.Int64
 	reconnects, sessions, refreshes     atomic.Int64
 	cancelled                           atomic.Int64
 	state                               atomic.Value // string
@@ -182,24 +188,25 @@ func (m *Mirror) sample() Sample {
 		Reconnects: m.reconnects.Load(),
 		Sessions:   m.sessions.Load(),
 		Refreshes:  m.refreshes.Load(),
+		Frontier:   m.frontier.Load(),
 		Cancelled:  m.cancelled.Load(),
 		RSSBytes:   rss(),
 		Goroutines: numGoroutine(),
 	}
 	m.mu.Lock()
 	s.Nodes = len(m.nodes)
-	minSeq := int64(math.MaxInt64)
+	next := int64(math.MaxInt64)
 	for _, e := range m.nodes {
-		if e.hot {
+		if e.idx >= 0 {
 			s.HotKnown++
-			minSeq = min(minSeq, e.seq)
+			next = min(next, NextWrite(e.seq, e.idx, m.cfg.HotCount))
 		}
 	}
 	m.mu.Unlock()
 	if s.HotKnown < m.cfg.HotCount || s.HotKnown == 0 {
-		minSeq = 0
+		next = 1
 	}
-	s.MinHotSeq = minSeq
+	s.NextSeq = next
 	return s
 }
 
@@ -327,14 +334,14 @@ func (m *Mirror) read(p string, o op) ([]string, error) {
 }
 
 func (m *Mirror) apply(p string, data []byte) {
-	seq, hot := ParseData(data)
+	seq, idx := ParseData(data)
 	m.mu.Lock()
 	e := m.nodes[p]
 	if e == nil {
 		e = &entry{}
 		m.nodes[p] = e
 	}
-	e.seq, e.hot, e.data = seq, hot, data
+	e.seq, e.idx, e.data = seq, idx, data
 	m.mu.Unlock()
 }
 
@@ -454,7 +461,7 @@ func (m *Mirror) walk(ctx context.Context, sid int64) {
 		cond    = sync.NewCond(&mu)
 		stopped bool
 	)
-	m.queued.Add(2)
+	m.frontier.Add(2)
 	go func() {
 		<-ctx.Done()
 		mu.Lock()
@@ -477,7 +484,7 @@ func (m *Mirror) walk(ctx context.Context, sid int64) {
 			queue = queue[1:]
 			active++
 			mu.Unlock()
-			m.queued.Add(-1)
+			m.frontier.Add(-1)
 
 			var children []string
 			for {
@@ -497,7 +504,7 @@ func (m *Mirror) walk(ctx context.Context, sid int64) {
 			for _, c := range children {
 				cp := path.Join(t.path, c)
 				queue = append(queue, task{cp, opData}, task{cp, opChildren})
-				m.queued.Add(2)
+				m.frontier.Add(2)
 			}
 			cond.Broadcast()
 			mu.Unlock()
@@ -510,18 +517,15 @@ func (m *Mirror) walk(ctx context.Context, sid int64) {
 	}
 	wg.Wait()
 	mu.Lock()
-	m.queued.Add(-int64(len(queue)))
+	m.frontier.Add(-int64(len(queue)))
 	mu.Unlock()
 }
 
 // FormatData is the content the harness writes into a znode: a header with
-// the write sequence and whether the znode is hot, padded to size bytes.
-func FormatData(seq int64, hot bool, size int) []byte {
-	h := 0
-	if hot {
-		h = 1
-	}
-	head := fmt.Sprintf("seq=%d hot=%d\n", seq, h)
+// the write sequence and, for a hot znode, its place in the writer's round
+// robin (idx, -1 when not hot), padded to size bytes.
+func FormatData(seq int64, idx int, size int) []byte {
+	head := fmt.Sprintf("seq=%d idx=%d\n", seq, idx)
 	if size < len(head) {
 		size = len(head)
 	}
@@ -534,18 +538,31 @@ func FormatData(seq int64, hot bool, size int) []byte {
 }
 
 // ParseData reads the header written by FormatData.
-func ParseData(b []byte) (seq int64, hot bool) {
+func ParseData(b []byte) (seq int64, idx int) {
+	idx = -1
 	line, _, _ := strings.Cut(string(b[:min(len(b), 64)]), "\n")
 	for _, f := range strings.Fields(line) {
 		k, v, _ := strings.Cut(f, "=")
 		switch k {
 		case "seq":
 			seq, _ = strconv.ParseInt(v, 10, 64)
-		case "hot":
-			hot = v == "1"
+		case "idx":
+			if n, err := strconv.Atoi(v); err == nil {
+				idx = n
+			}
 		}
 	}
-	return seq, hot
+	return seq, idx
+}
+
+// NextWrite is the sequence number of the next write a hot znode receives
+// after the one it holds: the writer sends write number s to hot[(s-1) %
+// hotCount], so the znode at idx first gets idx+1 and then every hotCount.
+func NextWrite(held int64, idx, hotCount int) int64 {
+	if held == 0 {
+		return int64(idx) + 1
+	}
+	return held + int64(hotCount)
 }
 
 type zkLogger struct{ l *slog.Logger }

@@ -77,13 +77,13 @@ func Seed(ctx context.Context, conn *zk.Conn, t Tree, hot []string, logger *slog
 	parts := strings.Split(strings.Trim(t.Root, "/"), "/")
 	for i := range parts {
 		p := "/" + strings.Join(parts[:i+1], "/")
-		if _, err := conn.Create(p, FormatData(0, false, 0), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := conn.Create(p, FormatData(0, -1, 0), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("seed tree: create %s: %w", p, err)
 		}
 	}
-	isHot := map[string]bool{}
-	for _, h := range hot {
-		isHot[h] = true
+	hotIdx := map[string]int{}
+	for i, h := range hot {
+		hotIdx[h] = i
 	}
 	all := t.Paths()
 	start := time.Now()
@@ -96,7 +96,11 @@ func Seed(ctx context.Context, conn *zk.Conn, t Tree, hot []string, logger *slog
 			}
 		}
 		if err := parallel(ctx, level, 32, func(p string) error {
-			_, err := conn.Create(p, FormatData(0, isHot[p], t.DataBytes), 0, zk.WorldACL(zk.PermAll))
+			idx, ok := hotIdx[p]
+			if !ok {
+				idx = -1
+			}
+			_, err := conn.Create(p, FormatData(0, idx, t.DataBytes), 0, zk.WorldACL(zk.PermAll))
 			if errors.Is(err, zk.ErrNodeExists) {
 				return nil
 			}
@@ -186,8 +190,9 @@ func (w *Writer) Run(ctx context.Context) {
 	interval := time.Duration(float64(time.Second) / w.Rate)
 	next := time.Now()
 	for seq := int64(1); ctx.Err() == nil; {
-		p := w.Hot[(seq-1)%int64(len(w.Hot))]
-		if _, err := w.Conn.Set(p, FormatData(seq, true, w.DataBytes), -1); err != nil {
+		idx := int((seq - 1) % int64(len(w.Hot)))
+		p := w.Hot[idx]
+		if _, err := w.Conn.Set(p, FormatData(seq, idx, w.DataBytes), -1); err != nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
@@ -217,23 +222,15 @@ func (w *Writer) Log() []Write {
 	return append([]Write(nil), w.log...)
 }
 
-// Staleness of a mirror that holds minSeq as its lowest hot sequence, at
-// time t, given the writer's log: how long ago the first write it misses was
-// acknowledged (0 when it misses none). The hot znode holding minSeq next
-// received write minSeq+len(hot).
-func Staleness(log []Write, hotCount int, minSeq int64, t time.Time) time.Duration {
-	if hotCount == 0 {
-		return 0
-	}
-	missed := minSeq + int64(hotCount)
-	if minSeq == 0 {
-		missed = 1
-	}
+// Staleness of a mirror whose first unseen write is number next, at time
+// t, given the writer's log: how long ago that write was acknowledged (0
+// when it has not happened yet, so the mirror misses nothing).
+func Staleness(log []Write, next int64, t time.Time) time.Duration {
 	// log[i].Seq == i+1.
-	if missed > int64(len(log)) {
+	if next < 1 || next > int64(len(log)) {
 		return 0
 	}
-	at := log[missed-1].At
+	at := log[next-1].At
 	if at.After(t) {
 		return 0
 	}
