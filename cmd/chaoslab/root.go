@@ -16,9 +16,16 @@ import (
 // scenario's expectation: exit status 1, the report says why.
 var errExpectation = errors.New("the run did not meet the scenario's expectation")
 
+// errAborted is returned when a run was interrupted: exit status 130, as
+// for a command stopped by Ctrl-C.
+var errAborted = errors.New("the run was interrupted; its report is marked aborted")
+
 func exitCode(err error) int {
-	if errors.Is(err, errExpectation) {
+	switch {
+	case errors.Is(err, errExpectation):
 		return 1
+	case errors.Is(err, errAborted):
+		return 130
 	}
 	return 2
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/verdict"
 )
 
 func runCmd() *cobra.Command {
@@ -32,7 +33,7 @@ OUT/<scenario>-<time>/ (report.json, report.md, index.html).
 
 Exit status: 0 when the run met the scenario's expectation (for both
 variants: REPRODUCED), 1 when it completed without meeting it, 2 when the
-lab itself failed. Ctrl-C stops the run, cleans up every process and cgroup
+lab itself failed, 130 when it was interrupted. Ctrl-C stops the run, cleans up every process and cgroup
 it started, and still writes a report marked aborted.`,
 		Example: `  chaoslab run il-0587-zk-treecache-reconnect-storm
   chaoslab run IL-0587 --variant mitigated --seed 7
@@ -72,6 +73,9 @@ it started, and still writes a report marked aborted.`,
 			}
 			if err != nil {
 				return err
+			}
+			if r.Verdict == verdict.Aborted {
+				return errAborted
 			}
 			if !r.ExpectationMet {
 				return errExpectation

@@ -39,8 +39,11 @@ type Options struct {
 	ClientBinary string
 	// ClientArgs come before "agent ..." (e.g. a test binary's flags).
 	ClientArgs []string
-	// Scale multiplies the client count (for quick integration runs; 0 = 1).
-	Rerun  string
+	// Rerun is the command that replays the run, for the report.
+	Rerun string
+	// OnEvent, when set, is called for every timeline event as it happens
+	// (faults, health checks, notes), e.g. to drive a game-day display.
+	OnEvent func(variant string, e reports.Event)
 	Logger *slog.Logger
 }
 

@@ -41,10 +41,14 @@ type variantRun struct {
 func (v *variantRun) clock(t time.Time) float64 { return t.Sub(v.t0).Seconds() }
 
 func (v *variantRun) event(kind, source, detail string) {
+	e := reports.Event{T: v.clock(time.Now()), Kind: kind, Source: source, Detail: detail}
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.events = append(v.events, reports.Event{T: v.clock(time.Now()), Kind: kind, Source: source, Detail: detail})
-	v.log.Info(kind, "source", source, "detail", detail, "t", fmt.Sprintf("%.1fs", v.clock(time.Now())))
+	v.events = append(v.events, e)
+	v.mu.Unlock()
+	v.log.Info(kind, "source", source, "detail", detail, "t", fmt.Sprintf("%.1fs", e.T))
+	if v.opts.OnEvent != nil {
+		v.opts.OnEvent(v.name, e)
+	}
 }
 
 // run executes the variant. Every process, cgroup and server it started is
@@ -229,7 +233,9 @@ func (v *variantRun) timeline(ctx context.Context, ens *zkensemble.Ensemble, mgr
 		hctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		herr := ens.WaitHealthy(hctx)
 		cancel()
-		if herr != nil {
+		if ctx.Err() != nil {
+			v.event("health", "ensemble", "after fault: not checked, the run was interrupted")
+		} else if herr != nil {
 			v.event("health", "ensemble", "after fault: NOT healthy within 30s: "+herr.Error())
 		} else {
 			v.event("health", "ensemble", fmt.Sprintf("after fault: healthy %.1fs after the fault ended, leader %s", time.Since(end).Seconds(), leaderName(ctx, ens)))

@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/zkensemble"
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// chaoslabBinary builds the CLI once: the harness starts it as the client
+// processes (`chaoslab agent zk-tree-mirror`).
+func chaoslabBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "chaoslab-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "chaoslab")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/chaoslab/chaoslab/cmd/chaoslab").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	require.NoError(t, buildErr, "build chaoslab")
+	return binPath
+}
+
+func skipUnlessReal(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts a real ZooKeeper ensemble (skipped with -short)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: needs root for cgroups")
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		require.NoError(t, zkensemble.EnsureInstalled(context.Background(), slog.Default()))
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+var _ io.Writer = testWriter{}
+
+func builtin(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	scenarios.CaseChecker = func(id string) error { _, err := seeds.Get(id); return err }
+	s, err := scenarios.Find("il-0587-zk-treecache-reconnect-storm")
+	require.NoError(t, err)
+	return s
+}
+
+// assertCleanedUp checks that nothing of the run is left: no process whose
+// command line names the run folder, no cgroup of the run.
+func assertCleanedUp(t *testing.T, r *reports.Report) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		require.NotContains(t, string(b), r.Dir, "a process of the run is still alive: %s", p)
+	}
+	groups, _ := filepath.Glob("/sys/fs/cgroup/*/chaoslab/*" + r.Scenario.ID + "*")
+	groups2, _ := filepath.Glob("/sys/fs/cgroup/chaoslab/*" + r.Scenario.ID + "*")
+	require.Empty(t, append(groups, groups2...), "cgroups of the run are left")
+}
+
+// TestIntegration_ReplayIL0587 replays the built-in scenario for real, twice
+// with the same seed: both runs must reproduce the incident.
+func TestIntegration_ReplayIL0587(t *testing.T) {
+	skipUnlessReal(t)
+	s := builtin(t)
+	bin := chaoslabBinary(t)
+	var verdicts []verdict.Verdict
+	for i := 0; i < 2; i++ {
+		out := t.TempDir()
+		r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: out, ClientBinary: bin, Logger: testLogger(t), Rerun: "test"})
+		require.NoError(t, err)
+		t.Log(reports.Summary(r))
+		require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
+		require.True(t, r.ExpectationMet)
+
+		vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
+		require.NotNil(t, vul)
+		require.NotNil(t, mit)
+		require.GreaterOrEqual(t, float64(vul.Metrics["clients.oom_kills"]), 1.0, "vulnerable clients OOM-killed")
+		require.Zero(t, float64(mit.Metrics["clients.oom_kills"]))
+		require.GreaterOrEqual(t, float64(vul.Metrics["servers.outstanding_requests.max_from_fault"]),
+			10*float64(mit.Metrics["servers.outstanding_requests.max_from_fault"]))
+		// An OOM kill is recognised from the kernel's counters.
+		var oom bool
+		for _, c := range vul.Clients {
+			for _, e := range c.Exits {
+				if e.OOM {
+					oom = true
+					require.Contains(t, e.How, "OOM killer")
+				}
+			}
+		}
+		require.True(t, oom)
+		// Health checked before and after the fault, fault window recorded.
+		require.Len(t, vul.Faults, 1)
+		require.Equal(t, "pause", vul.Faults[0].Fault)
+		require.InDelta(t, 15, vul.Faults[0].End-vul.Faults[0].Start, 1)
+		var before, after bool
+		for _, e := range mit.Events {
+			before = before || (e.Kind == "health" && strings.HasPrefix(e.Detail, "before fault: healthy"))
+			after = after || (e.Kind == "health" && strings.HasPrefix(e.Detail, "after fault: healthy"))
+		}
+		require.True(t, before && after, "health checks around the fault")
+
+		// The report loads back and re-checks to the same verdict.
+		back, err := reports.Load(r.Dir)
+		require.NoError(t, err)
+		v, _, err := back.Recheck(nil)
+		require.NoError(t, err)
+		require.Equal(t, r.Verdict, v)
+		for _, f := range []string{"report.json", "report.md", "index.html", "vulnerable/logs/zk1.log", "mitigated/logs/client-01.log"} {
+			require.FileExists(t, filepath.Join(r.Dir, f))
+		}
+		assertCleanedUp(t, r)
+		verdicts = append(verdicts, r.Verdict)
+	}
+	require.Equal(t, verdicts[0], verdicts[1], "same seed, same verdict")
+}
+
+// small shrinks the scenario for quick pipeline tests.
+func small(s *scenarios.Scenario) *scenarios.Scenario {
+	c := *s
+	c.Workload.Clients = 3
+	c.Workload.StartSpread = 0
+	c.Workload.Tree.Fanout = []int{10, 20}
+	c.Timeline.Warmup = scenarios.Duration(8 * time.Second)
+	c.Timeline.Observe = scenarios.Duration(8 * time.Second)
+	c.Timeline.Faults = []scenarios.FaultStep{{Fault: "pause", Target: "leader", Duration: scenarios.Duration(20 * time.Second)}}
+	c.Topology.ZooKeeper = &scenarios.ZooKeeperTopology{Servers: 3, TickMS: 1000, InitLimit: 10, SyncLimit: 5, HeapMB: 128}
+	c.Source = ""
+	return &c
+}
+
+// TestIntegration_AbortMidFault interrupts a run while the leader is
+// paused: the report is still written, marked aborted, and nothing of the
+// run is left (the paused server is not left stopped).
+func TestIntegration_AbortMidFault(t *testing.T) {
+	skipUnlessReal(t)
+	s := small(builtin(t))
+	bin := chaoslabBinary(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	out := t.TempDir()
+	onEvent := func(variant string, e reports.Event) {
+		if e.Kind == "fault" {
+			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
+		}
+	}
+	start := time.Now()
+	r, err := Run(ctx, s, Options{Seed: 3, OutDir: out, ClientBinary: bin, Logger: testLogger(t), Variants: []string{"mitigated"}, OnEvent: onEvent})
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 90*time.Second)
+	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
+	require.Contains(t, r.Reason, "test interrupt")
+	require.FileExists(t, filepath.Join(r.Dir, "report.json"))
+	require.FileExists(t, filepath.Join(r.Dir, "index.html"))
+	back, err := reports.Load(r.Dir)
+	require.NoError(t, err)
+	require.Equal(t, verdict.Aborted, back.Verdict)
+	mit := back.Variant("mitigated")
+	require.Len(t, mit.Faults, 1, "the interrupted fault is recorded")
+	require.Less(t, mit.Faults[0].End-mit.Faults[0].Start, 15.0, "the fault was cut short")
+	assertCleanedUp(t, r)
+}
+
