@@ -82,6 +82,10 @@ type VariantResult struct {
 	Expect   verdict.Verdict    `json:"expect"`
 	Verdict  verdict.Verdict    `json:"verdict"`
 	Reason   string             `json:"reason"`
+	// LabError is set when the lab itself failed during the variant (a
+	// server did not start, a fault could not be injected): the variant is
+	// inconclusive whatever its measurements say.
+	LabError string `json:"lab_error,omitempty"`
 	// Faults are the injected fault windows, in seconds from StartedAt.
 	Faults []FaultWindow `json:"faults"`
 	// Events are point events (client exits, OOM kills, health checks,
@@ -246,13 +250,18 @@ func (r *Report) Recheck(s *scenarios.Scenario) (verdict.Verdict, string, error)
 			m[k] = float64(x)
 		}
 		byVariant[v.Name] = m
+		v.Expect = verdict.Verdict(s.Expect[v.Name])
 		if v.Verdict == verdict.Aborted {
 			outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: verdict.Aborted, Expect: v.Expect, Reason: v.Reason})
 			continue
 		}
+		if v.LabError != "" {
+			v.Verdict, v.Reason = verdict.Inconclusive, "the lab failed: "+v.LabError
+			outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: v.Verdict, Expect: v.Expect, Reason: v.Reason})
+			continue
+		}
 		checks, vd, reason := verdict.Hypotheses(s.Hypotheses, m)
 		v.Hypotheses, v.Verdict, v.Reason = checks, vd, reason
-		v.Expect = verdict.Verdict(s.Expect[v.Name])
 		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: vd, Expect: v.Expect, Reason: reason})
 	}
 	r.Comparisons = nil

@@ -108,6 +108,10 @@ var notableKinds = map[string]string{
 	"oom-kill":    "OOM kill",
 	"client-exit": "client exit",
 	"leader":      "leader change",
+	"state":       "server state",
+	"health":      "health check",
+	"fault":       "fault injected",
+	"fault-end":   "fault ended",
 	"note":        "note",
 }
 

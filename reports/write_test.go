@@ -318,7 +318,8 @@ func TestWriteMarkdown(t *testing.T) {
 	require.Contains(t, md, "11010 znodes under /proxies") // 10 + 10·100 + 10·100·10
 	require.Contains(t, md, "OOM kill")
 	require.Contains(t, md, "leader change")
-	require.NotContains(t, md, "ruok") // health checks are not notable
+	require.Contains(t, md, "health check")    // health checks before and after faults are listed
+	require.NotContains(t, md, "client start") // client starts are not notable
 	require.Contains(t, md, "logs/vulnerable")
 	require.Contains(t, md, "seeds/il-0587.yaml")
 	require.Contains(t, md, sourceURL)

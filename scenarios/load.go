@@ -430,18 +430,9 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 			need(z.Servers >= 1 && z.Servers <= 7, "topology.zookeeper.servers", "want 1 to 7, got %d", z.Servers)
 		}
 	}
-	w := s.Workload
-	need(w.Kind == "zk-tree-mirror", "workload.kind", "want zk-tree-mirror, got %q", w.Kind)
-	need(w.Clients >= 1, "workload.clients", "want at least 1")
-	need(strings.HasPrefix(w.Tree.Path, "/") && len(w.Tree.Path) > 1, "workload.tree.path", "want an absolute znode path below /")
-	need(len(w.Tree.Fanout) > 0, "workload.tree.fanout", "want at least one level")
-	for i, f := range w.Tree.Fanout {
-		need(f >= 1, fmt.Sprintf("workload.tree.fanout[%d]", i), "want at least 1")
-	}
-	need(w.Tree.Nodes() <= 200000, "workload.tree.fanout", "%d znodes is more than the harness seeds (200000)", w.Tree.Nodes())
-	need(w.SessionTimeout.D() >= time.Second, "workload.session_timeout", "want at least 1s")
-	need(w.Writer.Share >= 0 && w.Writer.Share <= 1, "workload.writer.share", "want 0 to 1")
-	need(w.Writer.RatePerSec >= 0, "workload.writer.rate_per_sec", "want >= 0")
+	baseErrs := len(c.errs)
+	c.checkWorkload(s.Workload, "workload", root, need)
+	baseOK := len(c.errs) == baseErrs
 
 	need(s.Timeline.Warmup.D() >= 0, "timeline.warmup", "want >= 0")
 	need(len(s.Timeline.Faults) > 0, "timeline.faults", "want at least one fault")
@@ -461,6 +452,10 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 		if err != nil {
 			c.add(lookup(root, p+".workload"), p+".workload", "%v", err)
 			continue
+		}
+		if baseOK && v.Workload.Kind != 0 {
+			// The override must leave a valid workload too.
+			c.checkWorkload(ew, p+".workload", root, need)
 		}
 		need(slices.Contains([]string{"full-refresh", "paced"}, ew.Strategy), p+".workload.strategy", "want full-refresh or paced (here or in workload), got %q", ew.Strategy)
 		if ew.Strategy == "paced" {
@@ -499,6 +494,23 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 		need(e.Incident != "", p+".incident", "required")
 		need(IsMetric(e.Metric), p+".metric", "unknown metric %q", e.Metric)
 	}
+}
+
+// checkWorkload checks a workload's values; prefix is its path in the file.
+func (c *checker) checkWorkload(w Workload, prefix string, root *yaml.Node, need func(bool, string, string, ...any)) {
+	f := func(field string) string { return prefix + "." + field }
+	need(w.Kind == "zk-tree-mirror", f("kind"), "want zk-tree-mirror, got %q", w.Kind)
+	need(w.Clients >= 1, f("clients"), "want at least 1")
+	need(strings.HasPrefix(w.Tree.Path, "/") && len(w.Tree.Path) > 1, f("tree.path"), "want an absolute znode path below /")
+	need(len(w.Tree.Fanout) > 0, f("tree.fanout"), "want at least one level")
+	for i, n := range w.Tree.Fanout {
+		need(n >= 1, fmt.Sprintf("%s[%d]", f("tree.fanout"), i), "want at least 1")
+	}
+	need(w.Tree.Nodes() <= 200000, f("tree.fanout"), "%d znodes is more than the harness seeds (200000)", w.Tree.Nodes())
+	need(w.SessionTimeout.D() >= time.Second, f("session_timeout"), "want at least 1s")
+	need(w.Writer.Share >= 0 && w.Writer.Share <= 1, f("writer.share"), "want 0 to 1")
+	need(w.Writer.RatePerSec >= 0, f("writer.rate_per_sec"), "want >= 0")
+	need(w.MemoryLimitMB >= 0, f("memory_limit_mb"), "want >= 0")
 }
 
 func yamlErrLine(err error) int {

@@ -202,7 +202,7 @@ func TestEffectiveWorkload(t *testing.T) {
 	for _, w := range []scenarios.Workload{vul, mit} {
 		require.Equal(t, base.Clients, w.Clients)
 		require.Equal(t, base.Tree, w.Tree)
-		require.Equal(t, 10*time.Second, w.SessionTimeout.D())
+		require.Equal(t, base.SessionTimeout, w.SessionTimeout)
 		w.Strategy, w.Window = "", 0
 		require.Equal(t, base, w)
 	}

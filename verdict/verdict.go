@@ -120,6 +120,11 @@ func Comparison(c scenarios.Comparison, byVariant map[string]map[string]float64)
 	default:
 		r = n / d
 	}
+	if math.IsNaN(r) { // +Inf/+Inf: no ratio to judge
+		out.Missing = true
+		out.Observed = Float(r)
+		return out
+	}
 	out.Observed = Float(r)
 	out.Held = Compare(r, c.Op, c.Threshold)
 	return out
@@ -163,6 +168,9 @@ type Outcome struct {
 //   - inconclusive otherwise (missing measurements, a comparison that failed
 //     while each variant behaved as expected).
 func Scenario(outcomes []Outcome, comparisons []Check) (Verdict, string) {
+	if len(outcomes) == 0 {
+		return Inconclusive, "no variant ran"
+	}
 	var reasons []string
 	for _, o := range outcomes {
 		if o.Verdict == Aborted {
@@ -224,6 +232,8 @@ func FormatValue(v float64) string {
 		return "n/a"
 	case v == math.Trunc(v) && math.Abs(v) < 1e12:
 		return fmt.Sprintf("%d", int64(v))
+	case math.Abs(v) >= 1000 && math.Abs(v) < 1e12:
+		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
 }

@@ -427,6 +427,13 @@ func TestScenarioSingleVariant(t *testing.T) {
 	assert.Equal(t, Held, v)
 	v, _ = Scenario([]Outcome{{Variant: "vulnerable", Verdict: Inconclusive, Expect: Violated}}, nil)
 	assert.Equal(t, Inconclusive, v)
+
+	// A single variant as expected but a failed comparison: not shown.
+	cmp := []Check{Comparison(outstanding10x(), byVariant(300, 40))}
+	v, reason = Scenario([]Outcome{vuln}, cmp)
+	assert.Equal(t, Inconclusive, v)
+	assert.Contains(t, reason, "comparison failed")
+	assert.False(t, Met([]Outcome{vuln}, cmp))
 }
 
 func TestMet(t *testing.T) {

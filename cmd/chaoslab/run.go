@@ -129,4 +129,3 @@ report.md and index.html.`,
 	cmd.Flags().StringVar(&scenario, "scenario", "", "judge against this scenario (id or file) instead of the one stored in the report")
 	return cmd
 }
-

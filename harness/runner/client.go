@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -216,8 +215,8 @@ func describeExit(werr error, ps *os.ProcessState, st limits.Stats, pid int, sin
 		}
 	case e.Signal != "":
 		e.How = "killed by signal " + e.Signal
-	case werr != nil && !errors.Is(werr, &exec.ExitError{}):
-		e.How = fmt.Sprintf("exited with status %d", e.Code)
+	case werr != nil && e.Code == -1:
+		e.How = "ended: " + werr.Error()
 	default:
 		e.How = fmt.Sprintf("exited with status %d", e.Code)
 	}

@@ -5,16 +5,14 @@ import (
 	"sort"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
 	"github.com/chaoslab/chaoslab/harness/zkmirror"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
 // collect turns the raw samples into the report's series, events and metrics.
-func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *serverSampler, w *zkmirror.Writer, hot int) {
+func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmirror.Write) {
 	vr := v.vr
-	wlog := w.Log()
 	fresh := vr.Workload.FreshWithin.D()
 	if fresh <= 0 {
 		fresh = 2 * time.Second
@@ -77,13 +75,19 @@ func (v *variantRun) collect(ens *zkensemble.Ensemble, clients []*client, srv *s
 	if len(buckets) > 0 {
 		minConns := math.Inf(1)
 		for _, b := range buckets {
+			// Only slots in which every member answered count.
+			if len(b) < len(lastState) {
+				continue
+			}
 			sum := 0.0
 			for _, c := range b {
 				sum += c
 			}
 			minConns = min(minConns, sum)
 		}
-		m["servers.connections.min_after_fault"] = minConns
+		if !math.IsInf(minConns, 1) {
+			m["servers.connections.min_after_fault"] = minConns
+		}
 	}
 
 	// Clients.

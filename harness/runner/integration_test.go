@@ -203,4 +203,3 @@ func TestIntegration_AbortMidFault(t *testing.T) {
 	require.Less(t, mit.Faults[0].End-mit.Faults[0].Start, 15.0, "the fault was cut short")
 	assertCleanedUp(t, r)
 }
-

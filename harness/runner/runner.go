@@ -44,7 +44,7 @@ type Options struct {
 	// OnEvent, when set, is called for every timeline event as it happens
 	// (faults, health checks, notes), e.g. to drive a game-day display.
 	OnEvent func(variant string, e reports.Event)
-	Logger *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Run replays s and writes its report. The returned report is always
@@ -135,6 +135,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 		case ctx.Err() != nil:
 			vr.Verdict, vr.Reason = verdict.Aborted, "interrupted: "+context.Cause(ctx).Error()
 		case err != nil:
+			vr.LabError = err.Error()
 			vr.Verdict, vr.Reason = verdict.Inconclusive, "the lab failed: "+err.Error()
 			runErr = errors.Join(runErr, fmt.Errorf("variant %s: %w", name, err))
 		}

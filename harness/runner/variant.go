@@ -160,7 +160,7 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	bg.Wait()
 
 	// Gather.
-	v.collect(ens, clients, sampler, writer, len(hot))
+	v.collect(clients, sampler, writer.Log())
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

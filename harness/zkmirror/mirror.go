@@ -72,12 +72,12 @@ type Sample struct {
 	Refreshes  int64  `json:"refreshes"`
 	// Frontier is the znodes a paced walk has still to visit (paths, not
 	// requests: nothing is sent for them yet).
-	Frontier int64 `json:"frontier"`
-	Cancelled  int64  `json:"cancelled"`
-	RSSBytes   int64  `json:"rss"`
-	Goroutines int    `json:"goroutines"`
-	Nodes      int    `json:"nodes"`
-	HotKnown   int    `json:"hot_known"`
+	Frontier   int64 `json:"frontier"`
+	Cancelled  int64 `json:"cancelled"`
+	RSSBytes   int64 `json:"rss"`
+	Goroutines int   `json:"goroutines"`
+	Nodes      int   `json:"nodes"`
+	HotKnown   int   `json:"hot_known"`
 	// NextSeq is the lowest sequence number of a write the mirror has not
 	// seen yet, over every hot znode (1 while some hot znode is unknown):
 	// the harness turns it into staleness with the writer's log.
@@ -102,18 +102,18 @@ type Mirror struct {
 	mu    sync.Mutex
 	nodes map[string]*entry
 
-	inflight, queued, completed, errs   atomic.Int64
-	frontier                            atomic.Int64
-	reconnects, sessions, refreshes     atomic.Int64
-	cancelled                           atomic.Int64
-	state                               atomic.Value // string
-	sessionID                           atomic.Int64
-	walkMu                              sync.Mutex
-	walkCancel                          context.CancelFunc
-	sessionUp                           chan struct{} // closed when a session is up; replaced when lost
-	sessionMu                           sync.Mutex
-	ctx                                 context.Context
-	events                              chan zk.Event
+	inflight, queued, completed, errs atomic.Int64
+	frontier                          atomic.Int64
+	reconnects, sessions, refreshes   atomic.Int64
+	cancelled                         atomic.Int64
+	state                             atomic.Value // string
+	sessionID                         atomic.Int64
+	walkMu                            sync.Mutex
+	walkCancel                        context.CancelFunc
+	sessionUp                         chan struct{} // closed when a session is up; replaced when lost
+	sessionMu                         sync.Mutex
+	ctx                               context.Context
+	events                            chan zk.Event
 }
 
 // Run mirrors until ctx ends, writing samples to out.

@@ -42,6 +42,9 @@ func (t Tree) Paths() []string {
 
 // Leaves lists the znodes at the deepest level.
 func (t Tree) Leaves() []string {
+	if len(t.Fanout) == 0 {
+		return nil
+	}
 	all := t.Paths()
 	n := 1
 	for _, f := range t.Fanout {
@@ -54,8 +57,9 @@ func (t Tree) Leaves() []string {
 // with the run's seed, sorted so the writer's round robin is reproducible.
 func HotSet(t Tree, share float64, seed uint64) []string {
 	leaves := t.Leaves()
+	share = min(max(share, 0), 1)
 	n := int(float64(len(leaves))*share + 0.5)
-	if share > 0 && n == 0 {
+	if share > 0 && n == 0 && len(leaves) > 0 {
 		n = 1
 	}
 	r := rand.New(rand.NewPCG(seed, 0x407))
