@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/chaoslab/chaoslab/harness/limits"
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
@@ -57,12 +56,11 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("out", "runs")
 	}
-	if o.Backend == "" || o.Backend == "auto" {
-		o.Backend = "local"
+	be, why, err := chooseBackend(ctx, o.Backend)
+	if err != nil {
+		return nil, err
 	}
-	if o.Backend != "local" {
-		return nil, fmt.Errorf("run scenario: backend %q is not available (only local)", o.Backend)
-	}
+	o.Backend = be.Name()
 	if len(o.Variants) == 0 {
 		o.Variants = s.VariantNames()
 	}
@@ -111,7 +109,10 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if err := limits.Sweep(log); err != nil {
 		log.Warn("sweep leftover cgroups", "err", err)
 	}
-	if err := zkensemble.EnsureInstalled(ctx, log); err != nil {
+	if why != "" {
+		log.Info("backend", "backend", be.Name(), "why", why)
+	}
+	if err := be.Prepare(ctx, log); err != nil {
 		return nil, err
 	}
 
@@ -128,7 +129,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 		log.Info("variant starting", "variant", name, "strategy", vr.Workload.Strategy, "clients", vr.Workload.Clients)
 		v := &variantRun{
 			s: s, name: name, vr: vr, seed: seed, dir: filepath.Join(dir, name),
-			runID: fmt.Sprintf("%s-%s-%d", s.ID, name, start.Unix()), opts: o, log: log.With("variant", name),
+			runID: fmt.Sprintf("%s-%s-%d", s.ID, name, start.Unix()), opts: o, backend: be, log: log.With("variant", name),
 		}
 		err := v.run(ctx)
 		switch {

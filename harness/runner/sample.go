@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
 )
 
 // serverSample is one mntr reading of one member.
@@ -28,7 +27,7 @@ type serverSample struct {
 // serverSampler asks every member for mntr on a fixed period, each with a
 // deadline (a paused server does not answer).
 type serverSampler struct {
-	ens   *zkensemble.Ensemble
+	ens   zkCluster
 	clock func(time.Time) float64
 	every time.Duration
 
@@ -42,7 +41,7 @@ func (s *serverSampler) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		var wg sync.WaitGroup
-		for _, m := range s.ens.Members {
+		for _, m := range s.ens.Members() {
 			if !m.Running() || m.Paused() {
 				continue
 			}
@@ -53,7 +52,7 @@ func (s *serverSampler) run(ctx context.Context) {
 				mctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 				kv, err := m.Mntr(mctx)
 				cancel()
-				smp := serverSample{t: s.clock(at), member: m.Name, ok: err == nil}
+				smp := serverSample{t: s.clock(at), member: m.Name(), ok: err == nil}
 				if err == nil {
 					smp.state = kv["zk_server_state"]
 					smp.outstanding = num(kv["zk_outstanding_requests"])
@@ -80,7 +79,7 @@ func (s *serverSampler) snapshot() (peak float64, states map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	states = map[string]string{}
-	for i := len(s.samples) - 1; i >= 0 && len(states) < len(s.ens.Members); i-- {
+	for i := len(s.samples) - 1; i >= 0 && len(states) < len(s.ens.Members()); i-- {
 		if _, ok := states[s.samples[i].member]; !ok {
 			st := s.samples[i].state
 			if !s.samples[i].ok {

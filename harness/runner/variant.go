@@ -15,7 +15,6 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/limits"
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
 	"github.com/chaoslab/chaoslab/harness/zkmirror"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -28,8 +27,9 @@ type variantRun struct {
 	seed  int64
 	dir   string
 	runID string
-	opts  Options
-	log   *slog.Logger
+	opts    Options
+	backend backend
+	log     *slog.Logger
 
 	t0        time.Time
 	zkVersion string
@@ -73,16 +73,13 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	}
 
 	// Servers.
-	ens, err := zkensemble.Start(ctx, zkensemble.Options{
-		Servers: topo.Servers, TickMS: topo.TickMS, InitLimit: topo.InitLimit, SyncLimit: topo.SyncLimit,
-		HeapMB: topo.HeapMB, MaxClientCnxns: topo.MaxClientCnxns, Dir: v.dir, Logger: v.log,
-	})
+	ens, err := v.backend.StartZooKeeper(ctx, clusterSpec{Topo: topo, Dir: v.dir, RunID: v.runID, Limits: mgr, Logger: v.log})
 	if err != nil {
-		return fmt.Errorf("start ensemble: %w", err)
+		return err
 	}
 	defer func() { err = errors.Join(err, ens.Close()) }()
-	v.event("health", "ensemble", "all members serving, one leader")
-	if ver, err := ens.Members[0].Version(ctx); err == nil {
+	v.event("health", "ensemble", fmt.Sprintf("all members serving, one leader (%s backend)", v.backend.Name()))
+	if ver, err := ens.Members()[0].Version(ctx); err == nil {
 		v.zkVersion = ver
 	}
 
@@ -104,9 +101,10 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 
 	// Hold the servers to their CPU share once they are loaded.
 	if topo.CPUQuota > 0 {
-		if err := v.limitServers(mgr, ens, topo.CPUQuota); err != nil {
+		if err := ens.LimitCPU(topo.CPUQuota); err != nil {
 			return err
 		}
+		v.event("note", "harness", fmt.Sprintf("each server held to %.2f cores", topo.CPUQuota))
 	}
 
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -153,7 +151,7 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	go func() { defer bg.Done(); progress.run(runCtx) }()
 
 	// The fault timeline.
-	ferr := v.timeline(runCtx, ens, mgr)
+	ferr := v.timeline(runCtx, ens)
 
 	stopRun()
 	cwg.Wait()
@@ -167,24 +165,9 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	return ferr
 }
 
-// limitServers puts each server JVM in a CPU-limited group.
-func (v *variantRun) limitServers(mgr *limits.Manager, ens *zkensemble.Ensemble, cores float64) error {
-	for _, m := range ens.Members {
-		g, err := mgr.NewGroup(m.Name, limits.Limits{CPUCores: cores})
-		if err != nil {
-			return fmt.Errorf("limit server cpu: %w", err)
-		}
-		if err := g.Add(m.PID()); err != nil {
-			return fmt.Errorf("limit server cpu: %s: %w", m.Name, err)
-		}
-	}
-	v.event("note", "harness", fmt.Sprintf("each server held to %.2f cores", cores))
-	return nil
-}
-
 // timeline waits out the warm-up, injects each fault with a health check
 // before and after, and observes until the end.
-func (v *variantRun) timeline(ctx context.Context, ens *zkensemble.Ensemble, mgr *limits.Manager) error {
+func (v *variantRun) timeline(ctx context.Context, ens zkCluster) error {
 	tl := v.s.Timeline
 	warmEnd := v.t0.Add(tl.Warmup.D())
 	var errs []error
@@ -227,8 +210,8 @@ func (v *variantRun) timeline(ctx context.Context, ens *zkensemble.Ensemble, mgr
 		}
 		v.vr.Faults = append(v.vr.Faults, fw)
 		v.event("fault-end", target.Name(), step.Fault+" ended")
-		// Restarted members need their CPU limit again.
-		v.reapplyLimits(mgr, ens)
+		// Restarted members need their limits again.
+		ens.AfterFault()
 		end = time.Now()
 		hctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		herr := ens.WaitHealthy(hctx)
@@ -248,40 +231,25 @@ func (v *variantRun) timeline(ctx context.Context, ens *zkensemble.Ensemble, mgr
 	return errors.Join(errs...)
 }
 
-func (v *variantRun) reapplyLimits(mgr *limits.Manager, ens *zkensemble.Ensemble) {
-	if v.s.Topology.ZooKeeper.CPUQuota <= 0 {
-		return
-	}
-	for _, m := range ens.Members {
-		if g := mgr.Group(m.Name); g != nil && m.PID() > 0 && !g.Contains(m.PID()) {
-			_ = g.Add(m.PID())
-		}
-	}
-}
-
-func leaderName(ctx context.Context, ens *zkensemble.Ensemble) string {
+func leaderName(ctx context.Context, ens zkCluster) string {
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	l, err := ens.Leader(lctx)
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
-	return l.Name
+	return l.Name()
 }
 
-type member struct{ *zkensemble.Member }
-
-func (m member) Name() string { return m.Member.Name }
-
 // pickTarget resolves a role to a member.
-func pickTarget(ctx context.Context, ens *zkensemble.Ensemble, role string, r interface{ IntN(int) int }) (faults.Target, error) {
+func pickTarget(ctx context.Context, ens zkCluster, role string, r interface{ IntN(int) int }) (faults.Target, error) {
 	switch role {
 	case "leader":
 		l, err := ens.Leader(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return member{l}, nil
+		return l, nil
 	case "follower":
 		fs, err := ens.Followers(ctx)
 		if err != nil {
@@ -290,9 +258,10 @@ func pickTarget(ctx context.Context, ens *zkensemble.Ensemble, role string, r in
 		if len(fs) == 0 {
 			return nil, errors.New("pick target: no follower")
 		}
-		return member{fs[r.IntN(len(fs))]}, nil
+		return fs[r.IntN(len(fs))], nil
 	default:
-		return member{ens.Members[r.IntN(len(ens.Members))]}, nil
+		ms := ens.Members()
+		return ms[r.IntN(len(ms))], nil
 	}
 }
 
