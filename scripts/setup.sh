@@ -21,5 +21,5 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 mkdir -p bin
-go build -o bin/chaoslab ./cmd/chaoslab
+go build -buildvcs=auto -o bin/chaoslab ./cmd/chaoslab
 echo "setup: ready: $(pwd)/bin/chaoslab" >&2

@@ -129,6 +129,11 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 			vr.SeriesFor("client.rss_mb", c.id, "MiB").Points = append(vr.SeriesFor("client.rss_mb", c.id, "MiB").Points, pt(s.t, rss))
 			vr.SeriesFor("client.stale_s", c.id, "s").Points = append(vr.SeriesFor("client.stale_s", c.id, "s").Points, pt(s.t, st))
 			vr.SeriesFor("client.reconnects", c.id, "reconnects").Points = append(vr.SeriesFor("client.reconnects", c.id, "reconnects").Points, pt(s.t, float64(base.Reconnects+s.s.Reconnects)))
+			connected := 0.0
+			if s.s.State == "has-session" {
+				connected = 1
+			}
+			vr.SeriesFor("client.connected", c.id, "0/1").Points = append(vr.SeriesFor("client.connected", c.id, "0/1").Points, pt(s.t, connected))
 			vr.SeriesFor("client.completed", c.id, "requests").Points = append(vr.SeriesFor("client.completed", c.id, "requests").Points, pt(s.t, float64(base.Completed+s.s.Completed)))
 			rssMax = max(rssMax, rss)
 			pendMax = max(pendMax, pend)

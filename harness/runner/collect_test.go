@@ -463,6 +463,7 @@ func TestCollectClientFiguresAndSeries(t *testing.T) {
 	}
 	assert.Equal(t, [][2]string{
 		{"client.completed", "client-01"}, {"client.completed", "client-02"},
+		{"client.connected", "client-01"}, {"client.connected", "client-02"},
 		{"client.pending", "client-01"}, {"client.pending", "client-02"},
 		{"client.reconnects", "client-01"}, {"client.reconnects", "client-02"},
 		{"client.rss_mb", "client-01"}, {"client.rss_mb", "client-02"},

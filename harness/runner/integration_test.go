@@ -39,7 +39,7 @@ func chaoslabBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "chaoslab")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/chaoslab/chaoslab/cmd/chaoslab").CombinedOutput()
+		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "github.com/chaoslab/chaoslab/cmd/chaoslab").CombinedOutput()
 		if err != nil {
 			buildErr = errors.New(string(out))
 		}

@@ -211,10 +211,17 @@ func versions() map[string]string {
 	v := map[string]string{"go": runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v["chaoslab"] = bi.Main.Version
+		modified := false
 		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
+			switch s.Key {
+			case "vcs.revision":
 				v["chaoslab"] = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
 			}
+		}
+		if modified {
+			v["chaoslab"] += " (with uncommitted changes)"
 		}
 		for _, d := range bi.Deps {
 			switch d.Path {
