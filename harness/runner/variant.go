@@ -21,12 +21,12 @@ import (
 )
 
 type variantRun struct {
-	s     *scenarios.Scenario
-	name  string
-	vr    *reports.VariantResult
-	seed  int64
-	dir   string
-	runID string
+	s       *scenarios.Scenario
+	name    string
+	vr      *reports.VariantResult
+	seed    int64
+	dir     string
+	runID   string
 	opts    Options
 	backend backend
 	log     *slog.Logger
