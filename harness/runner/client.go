@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -36,9 +37,7 @@ type client struct {
 	servers []string
 	hot     int
 	seed    uint64
-	bin     string
-	args    []string
-	mgr     *limits.Manager
+	launch  launcher
 	logPath string
 	clock   func(time.Time) float64
 	log     *slog.Logger
@@ -80,18 +79,29 @@ func (c *client) event(at time.Time, kind, detail string) {
 	c.events = append(c.events, reports.Event{T: c.clock(at), Kind: kind, Source: c.id, Detail: detail})
 }
 
+// launch is one client incarnation as a launcher sees it.
+type launch struct {
+	ID       string
+	Inc      int
+	Args     []string // arguments after the program: agent zk-tree-mirror ...
+	MemoryMB int
+	Log      io.Writer // the client's own log (stderr)
+	// OnStdout receives every line the client prints on stdout.
+	OnStdout func(line []byte)
+	// OnStart is called once the client runs, with a description
+	// ("pid 123", "container abc").
+	OnStart func(desc string)
+}
+
+// launcher runs a client incarnation to its end: as a local process in a
+// cgroup, or as a container. Run returns how it ended; when ctx ends it
+// stops the client and returns stopped = true.
+type launcher interface {
+	Run(ctx context.Context, l launch) (exit reports.Exit, stopped bool, err error)
+}
+
 func (c *client) runOnce(ctx context.Context, inc int) error {
-	name := fmt.Sprintf("%s-%d", c.id, inc)
-	g, err := c.mgr.NewGroup(name, limits.Limits{MemoryBytes: int64(c.w.MemoryLimitMB) << 20})
-	if err != nil {
-		return fmt.Errorf("create cgroup: %w", err)
-	}
-	defer func() {
-		if err := g.Delete(); err != nil {
-			c.log.Warn("delete cgroup", "group", name, "err", err)
-		}
-	}()
-	args := append(append([]string{}, c.args...), "agent", "zk-tree-mirror",
+	args := []string{"agent", "zk-tree-mirror",
 		"--id", c.id,
 		"--servers", strings.Join(c.servers, ","),
 		"--root", c.w.Tree.Path,
@@ -102,48 +112,111 @@ func (c *client) runOnce(ctx context.Context, inc int) error {
 		"--report-interval", reportInterval(c.w).String(),
 		"--hot-count", strconv.Itoa(c.hot),
 		"--seed", strconv.FormatUint(c.seed+uint64(inc), 10),
-	)
-	cmd := exec.Command(c.bin, args...)
-	cmd.Env = append(os.Environ(), "GOTRACEBACK=single")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
 	logf, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open client log: %w", err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "=== %s start %d: %s %s\n", time.Now().Format(time.RFC3339Nano), inc, c.bin, strings.Join(args, " "))
-	cmd.Stderr = logf
+	fmt.Fprintf(logf, "=== %s start %d: %s\n", time.Now().Format(time.RFC3339Nano), inc, strings.Join(args, " "))
+
+	var last zkmirror.Sample
+	var mu sync.Mutex
+	exit, stopped, err := c.launch.Run(ctx, launch{
+		ID: c.id, Inc: inc, Args: args, MemoryMB: c.w.MemoryLimitMB, Log: logf,
+		OnStart: func(desc string) {
+			c.mu.Lock()
+			c.sum.Starts++
+			c.alive = true
+			c.mu.Unlock()
+			c.event(time.Now(), "client-start", fmt.Sprintf("incarnation %d, %s", inc, desc))
+		},
+		OnStdout: func(line []byte) {
+			var s zkmirror.Sample
+			if json.Unmarshal(line, &s) != nil {
+				return
+			}
+			c.mu.Lock()
+			c.samples = append(c.samples, clientSample{t: c.clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s, recv: time.Now()})
+			c.sum.PeakRSSMB = max(c.sum.PeakRSSMB, float64(s.RSSBytes)/(1<<20))
+			c.mu.Unlock()
+			mu.Lock()
+			last = s
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ended := time.Now()
+	mu.Lock()
+	final := last
+	mu.Unlock()
+	c.mu.Lock()
+	c.alive = false
+	c.finals = append(c.finals, final)
+	c.sum.Requests += final.Completed
+	c.sum.Reconnect += final.Reconnects
+	c.mu.Unlock()
+	if stopped {
+		return nil // stopped by the harness at the end of the run
+	}
+	exit.T = c.clock(ended)
+	c.mu.Lock()
+	c.sum.Exits = append(c.sum.Exits, exit)
+	if exit.OOM {
+		c.sum.OOMKills++
+	}
+	c.mu.Unlock()
+	kind := "client-exit"
+	if exit.OOM {
+		kind = "oom-kill"
+	}
+	c.event(ended, kind, exit.How)
+	c.log.Info("client ended", "client", c.id, "how", exit.How)
+	return nil
+}
+
+// processLauncher runs clients as local processes, each in a cgroup of its
+// own with the memory limit.
+type processLauncher struct {
+	bin  string
+	args []string // before "agent", e.g. a test binary's flags
+	mgr  *limits.Manager
+	log  interface{ Warn(string, ...any) }
+}
+
+func (p processLauncher) Run(ctx context.Context, l launch) (reports.Exit, bool, error) {
+	name := fmt.Sprintf("%s-%d", l.ID, l.Inc)
+	g, err := p.mgr.NewGroup(name, limits.Limits{MemoryBytes: int64(l.MemoryMB) << 20})
+	if err != nil {
+		return reports.Exit{}, false, fmt.Errorf("create cgroup: %w", err)
+	}
+	defer func() {
+		if err := g.Delete(); err != nil {
+			p.log.Warn("delete cgroup", "group", name, "err", err)
+		}
+	}()
+	cmd := exec.Command(p.bin, append(append([]string{}, p.args...), l.Args...)...)
+	cmd.Env = append(os.Environ(), "GOTRACEBACK=single")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = l.Log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return fmt.Errorf("pipe client output: %w", err)
+		return reports.Exit{}, false, fmt.Errorf("pipe client output: %w", err)
 	}
 	if err := g.Start(cmd); err != nil {
-		return fmt.Errorf("start client: %w", err)
+		return reports.Exit{}, false, fmt.Errorf("start client: %w", err)
 	}
 	started := time.Now()
-	c.mu.Lock()
-	c.sum.Starts++
-	c.alive = true
-	c.mu.Unlock()
-	c.event(started, "client-start", fmt.Sprintf("incarnation %d, pid %d", inc, cmd.Process.Pid))
-
+	l.OnStart(fmt.Sprintf("pid %d", cmd.Process.Pid))
 	readDone := make(chan struct{})
-	var last zkmirror.Sample
 	go func() {
 		defer close(readDone)
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			var s zkmirror.Sample
-			if json.Unmarshal(sc.Bytes(), &s) != nil {
-				continue
-			}
-			now := time.Now()
-			c.mu.Lock()
-			c.samples = append(c.samples, clientSample{t: c.clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s, recv: now})
-			c.sum.PeakRSSMB = max(c.sum.PeakRSSMB, float64(s.RSSBytes)/(1<<20))
-			c.mu.Unlock()
-			last = s
+			l.OnStdout(sc.Bytes())
 		}
 	}()
 	waitErr := make(chan error, 1)
@@ -163,33 +236,10 @@ func (c *client) runOnce(ctx context.Context, inc int) error {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			werr = <-waitErr
 		}
+		return reports.Exit{}, true, nil
 	}
-	ended := time.Now()
 	st, _ := g.Stats()
-	c.mu.Lock()
-	c.alive = false
-	c.finals = append(c.finals, last)
-	c.sum.Requests += last.Completed
-	c.sum.Reconnect += last.Reconnects
-	c.mu.Unlock()
-	if ctx.Err() != nil {
-		return nil // stopped by the harness at the end of the run
-	}
-	exit := describeExit(werr, cmd.ProcessState, st, cmd.Process.Pid, started)
-	exit.T = c.clock(ended)
-	c.mu.Lock()
-	c.sum.Exits = append(c.sum.Exits, exit)
-	if exit.OOM {
-		c.sum.OOMKills++
-	}
-	c.mu.Unlock()
-	kind := "client-exit"
-	if exit.OOM {
-		kind = "oom-kill"
-	}
-	c.event(ended, kind, exit.How)
-	c.log.Info("client ended", "client", c.id, "how", exit.How, "peak_rss_mb", st.MemoryMaxBytes>>20)
-	return nil
+	return describeExit(werr, cmd.ProcessState, st, cmd.Process.Pid, started), false, nil
 }
 
 // describeExit says how a client process ended; an OOM kill is recognised
