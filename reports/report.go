@@ -30,7 +30,9 @@ type Report struct {
 	Case         CaseRef             `json:"case"`
 	Seed         int64               `json:"seed"`
 	Backend      string              `json:"backend"`
-	Host         Host                `json:"host"`
+	// BackendWhy says how the backend and its images were chosen.
+	BackendWhy string `json:"backend_why,omitempty"`
+	Host       Host   `json:"host"`
 	// Versions of every server, client library and tool involved.
 	Versions map[string]string `json:"versions"`
 	Variants []*VariantResult  `json:"variants"`

@@ -64,6 +64,9 @@ type ZooKeeperTopology struct {
 	SyncLimit int `yaml:"sync_limit,omitempty" json:"sync_limit,omitempty" jsonschema:"minimum=1"`
 	// HeapMB is the JVM -Xmx of each server, in MiB (default 256).
 	HeapMB int `yaml:"heap_mb,omitempty" json:"heap_mb,omitempty" jsonschema:"minimum=32"`
+	// Image is the container image of the servers on the docker backend
+	// (default: the official image, else the local equivalent).
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
 	// CPUQuota holds each server to this many cores (cgroup cpu quota; 0 =
 	// no limit). It keeps the ratio of client demand to server capacity of a
 	// fleet of hundreds of clients when a dozen stand in for them.

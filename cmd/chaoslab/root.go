@@ -55,5 +55,6 @@ writes a report whose verdict says whether the incident reproduced.`,
 	}
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	root.AddCommand(listCmd(), showCmd(), validateCmd(), runCmd(), reportCmd(), agentCmd())
+	root.AddCommand(imagesCmd())
 	return root.ExecuteContext(context.Background())
 }

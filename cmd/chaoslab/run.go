@@ -23,6 +23,7 @@ func runCmd() *cobra.Command {
 		seed    int64
 		out     string
 		backend string
+		imgs    map[string]string
 	)
 	cmd := &cobra.Command{
 		Use:   "run ID|FILE",
@@ -63,11 +64,11 @@ it started, and still writes a report marked aborted.`,
 				case <-ctx.Done():
 				}
 			}()
-			rerun := fmt.Sprintf("chaoslab run %s --seed %d", s.ID, seed)
+			rerun := fmt.Sprintf("chaoslab run %s --seed %d --backend %s", s.ID, seed, backend)
 			if variant != "" && variant != "both" {
 				rerun += " --variant " + variant
 			}
-			r, err := runner.Run(ctx, s, runner.Options{Variants: variants, Seed: seed, OutDir: out, Backend: backend, Rerun: rerun})
+			r, err := runner.Run(ctx, s, runner.Options{Variants: variants, Seed: seed, OutDir: out, Backend: backend, Images: imgs, Rerun: rerun})
 			if r != nil && r.Dir != "" {
 				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
 			}
@@ -87,7 +88,8 @@ it started, and still writes a report marked aborted.`,
 	f.StringVar(&variant, "variant", "both", "vulnerable, mitigated or both")
 	f.Int64Var(&seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
 	f.StringVar(&out, "out", "out/runs", "parent folder of the run's report folder")
-	f.StringVar(&backend, "backend", "local", "where the servers run: local (processes on this machine)")
+	f.StringVar(&backend, "backend", "auto", "where servers and clients run: local (processes here), docker (containers), auto (docker when an engine answers and the images are here, else local)")
+	f.StringToStringVar(&imgs, "image", nil, "image of a system on the docker backend, e.g. --image zookeeper=zookeeper:3.8 (also CHAOSLAB_ZOOKEEPER_IMAGE, CHAOSLAB_CLIENT_IMAGE, or topology.zookeeper.image)")
 	return cmd
 }
 

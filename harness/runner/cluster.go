@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 
+	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/images"
 	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/harness/zkensemble"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -148,12 +152,67 @@ func (c *localZK) AfterFault() {
 func (c *localZK) Close() error { return c.ens.Close() }
 
 // chooseBackend resolves local, docker or auto; why says how auto chose.
-func chooseBackend(ctx context.Context, name string) (backend, string, error) {
+func chooseBackend(ctx context.Context, name string, s *scenarios.Scenario, o Options) (backend, string, error) {
 	switch name {
 	case "", "local":
 		return localBackend{}, "", nil
-	case "auto":
-		return localBackend{}, "auto: the container backend is not available yet, using local processes", nil
+	case "docker", "auto":
+		if err := docker.Available(ctx); err != nil {
+			if name == "auto" {
+				return localBackend{}, "auto: no Docker engine answers (" + err.Error() + "), using local processes", nil
+			}
+			return nil, "", fmt.Errorf("choose backend: %w", err)
+		}
+		zk, zkWhy, err := resolveImage(ctx, "zookeeper", s, o)
+		if err == nil {
+			var cl, clWhy string
+			cl, clWhy, err = resolveImage(ctx, "client", s, o)
+			if err == nil {
+				why := "images: zookeeper " + zk + " (" + zkWhy + "), clients " + cl + " (" + clWhy + ")"
+				if name == "auto" {
+					why = "auto: a Docker engine answers; " + why
+				}
+				return dockerBackend{zkImage: zk, clientImage: cl}, why, nil
+			}
+		}
+		if name == "auto" {
+			return localBackend{}, "auto: a Docker engine answers but " + err.Error() + "; using local processes", nil
+		}
+		return nil, "", fmt.Errorf("choose backend: %w", err)
 	}
 	return nil, "", fmt.Errorf("run scenario: unknown backend %q (want local, docker or auto)", name)
+}
+
+// Image defaults per system: the official public image first, then the
+// equivalent `chaoslab images build` makes without a registry.
+var imageDefaults = map[string][]string{
+	"zookeeper": {"zookeeper:3.8", images.ZooKeeperRef},
+	"client":    {images.ChaoslabRepo + ":" + images.DefaultChaoslabTag},
+}
+
+// resolveImage picks the image of a system: --image flag, then the
+// CHAOSLAB_<SYSTEM>_IMAGE variable, then the scenario's field, then the
+// first default present on this machine.
+func resolveImage(ctx context.Context, system string, s *scenarios.Scenario, o Options) (string, string, error) {
+	if ref := o.Images[system]; ref != "" {
+		return ref, "--image", nil
+	}
+	env := "CHAOSLAB_" + strings.ToUpper(system) + "_IMAGE"
+	if ref := os.Getenv(env); ref != "" {
+		return ref, env, nil
+	}
+	if system == "zookeeper" && s != nil && s.Topology.ZooKeeper != nil && s.Topology.ZooKeeper.Image != "" {
+		return s.Topology.ZooKeeper.Image, "scenario topology.zookeeper.image", nil
+	}
+	for _, ref := range imageDefaults[system] {
+		ok, err := docker.ImageExists(ctx, ref)
+		if err != nil {
+			return "", "", err
+		}
+		if ok {
+			return ref, "default, present here", nil
+		}
+	}
+	return "", "", fmt.Errorf("no %s image here (tried %s; build the local ones with `chaoslab images build`, or name one with --image %s=REF or %s)",
+		system, strings.Join(imageDefaults[system], ", "), system, env)
 }

@@ -31,8 +31,11 @@ type Options struct {
 	Seed     int64
 	// OutDir is the parent of the run folder (default out/runs).
 	OutDir string
-	// Backend: only "local" (processes on this machine) for now.
+	// Backend: local (processes on this machine), docker (containers) or
+	// auto (docker when an engine answers and the images are here).
 	Backend string
+	// Images overrides the image of a system ("zookeeper", "client").
+	Images map[string]string
 	// ClientBinary is the program started as each client process; it must
 	// understand `agent zk-tree-mirror` (default: this executable).
 	ClientBinary string
@@ -56,7 +59,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("out", "runs")
 	}
-	be, why, err := chooseBackend(ctx, o.Backend)
+	be, why, err := chooseBackend(ctx, o.Backend, s, o)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +89,12 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	r := &reports.Report{
+		Backend: be.Name(),
 		Schema:    reports.SchemaVersion,
 		RunID:     runID,
 		StartedAt: start,
 		Scenario:  s,
 		Seed:      o.Seed,
-		Backend:   o.Backend,
 		Host:      hostInfo(),
 		Versions:  versions(),
 		Rerun:     o.Rerun,
@@ -111,6 +114,11 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	}
 	if why != "" {
 		log.Info("backend", "backend", be.Name(), "why", why)
+	}
+	r.BackendWhy = why
+	if db, ok := be.(dockerBackend); ok {
+		r.Versions["image zookeeper"] = db.zkImage
+		r.Versions["image client"] = db.clientImage
 	}
 	if err := be.Prepare(ctx, log); err != nil {
 		return nil, err

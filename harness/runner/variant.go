@@ -120,13 +120,13 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	go func() { defer bg.Done(); sampler.run(runCtx) }()
 
 	// Clients, spread over the start window.
-	var launcher launcher = processLauncher{bin: v.opts.ClientBinary, args: v.opts.ClientArgs, mgr: mgr, log: v.log}
+	launcher, clientServers := clientSetup(v.backend, ens, v.opts, mgr, v.runID, v.log)
 	clients := make([]*client, w.Clients)
 	var cwg sync.WaitGroup
 	r := rng(v.seed)
 	for i := range clients {
 		clients[i] = &client{
-			id: fmt.Sprintf("client-%02d", i+1), w: w, servers: ens.Servers(), hot: len(hot),
+			id: fmt.Sprintf("client-%02d", i+1), w: w, servers: clientServers, hot: len(hot),
 			seed: r.Uint64(), launch: launcher,
 			logPath: filepath.Join(logDir, fmt.Sprintf("client-%02d.log", i+1)), clock: v.clock, log: v.log,
 		}
