@@ -395,7 +395,7 @@ func lookup(root *yaml.Node, path string) *yaml.Node {
 }
 
 var (
-	faultNames   = []string{"pause", "kill-restart"}
+	faultNames   = []string{"pause", "kill-restart", "cpu-throttle", "replace", "disconnect"}
 	verdictNames = []string{"held", "violated"}
 	opNames      = []string{"<", "<=", ">", ">=", "=="}
 )

@@ -332,7 +332,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "fault: pause", "fault: meteor"),
 		at:    "fault: meteor",
 		field: "timeline.faults[0].fault",
-		msg:   `unknown fault "meteor" (known: pause, kill-restart)`,
+		msg:   `unknown fault "meteor" (known: pause, kill-restart, cpu-throttle, replace, disconnect)`,
 	}, {
 		name:  "unknown metric in a hypothesis",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),

@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -509,3 +511,18 @@ func TestCollectClientFiguresAndSeries(t *testing.T) {
 type writerLog []zkmirror.Write
 
 func (w writerLog) Log() []zkmirror.Write { return w }
+
+// The scenario loader accepts the registered faults and no other.
+func TestScenarioFaultsAreRegistered(t *testing.T) {
+	src, err := scenarios.ReadBuiltin("il-0587-zk-treecache-reconnect-storm.yaml")
+	require.NoError(t, err)
+	with := func(name string) []byte {
+		return []byte(strings.Replace(string(src), "fault: pause", "fault: "+name, 1))
+	}
+	for _, name := range faults.Names() {
+		_, err := scenarios.Parse("x.yaml", with(name))
+		require.NoError(t, err, name)
+	}
+	_, err = scenarios.Parse("x.yaml", with("meteor"))
+	require.ErrorContains(t, err, `unknown fault "meteor"`)
+}

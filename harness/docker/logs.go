@@ -1,0 +1,170 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+)
+
+// LogFollower copies a container's stdout and stderr into a file until the
+// container is removed or Stop is called. It survives the container being
+// stopped, killed and started again: each start's output is appended, with
+// a line marking every stop (exit code, OOM kill).
+type LogFollower struct {
+	path   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// logRetry is how often the follower looks again at a stopped container.
+const logRetry = 250 * time.Millisecond
+
+// FollowLogs starts copying the output of the container (ID or name) to
+// path, appending; the folder is created. It returns at once; the copy runs
+// until the container is removed, ctx ends or Stop is called.
+func FollowLogs(ctx context.Context, container, path string) (*LogFollower, error) {
+	cli, err := Client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("follow logs of %s: %w", container, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("follow logs of %s: create log dir: %w", container, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("follow logs of %s: open log: %w", container, err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &LogFollower{path: path, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		defer f.Close()
+		l.err = follow(ctx, cli, container, f)
+	}()
+	return l, nil
+}
+
+// Path is the file the output goes to.
+func (l *LogFollower) Path() string { return l.path }
+
+// Done is closed when the copy has ended.
+func (l *LogFollower) Done() <-chan struct{} { return l.done }
+
+// Wait waits up to d for the copy to end by itself (the container removed)
+// and then stops it; it returns the copy's error, if any.
+func (l *LogFollower) Wait(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.done:
+	case <-t.C:
+		l.cancel()
+		<-l.done
+	}
+	return l.err
+}
+
+// Stop ends the copy at once and waits for it to finish writing.
+func (l *LogFollower) Stop() error {
+	l.cancel()
+	<-l.done
+	return l.err
+}
+
+type logClient interface {
+	ContainerLogs(ctx context.Context, container string, options client.ContainerLogsOptions) (client.ContainerLogsResult, error)
+	ContainerInspect(ctx context.Context, container string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+}
+
+func follow(ctx context.Context, cli logClient, container string, w io.Writer) error {
+	since := ""
+	stopped := false  // the last stream ended with the container stopped
+	var mu sync.Mutex // stdout and stderr go to the same file
+	out := &lockedWriter{mu: &mu, w: w}
+	for {
+		ins, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
+		if err != nil {
+			if IsNotFound(err) || ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("inspect %s: %w", container, err)
+		}
+		tty := ins.Container.Config != nil && ins.Container.Config.Tty
+		running := ins.Container.State != nil && ins.Container.State.Running
+		if since == "" || running {
+			started := time.Now()
+			if stopped {
+				stopped = false
+				fmt.Fprintf(out, "=== chaoslab %s: container %s started again\n", started.Format(time.RFC3339Nano), short(container))
+			}
+			rc, err := cli.ContainerLogs(ctx, container, client.ContainerLogsOptions{
+				ShowStdout: true, ShowStderr: true, Follow: true, Since: since,
+			})
+			if err != nil {
+				if IsNotFound(err) || ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("read logs of %s: %w", container, err)
+			}
+			if tty {
+				_, _ = io.Copy(out, rc)
+			} else {
+				_, _ = stdcopy.StdCopy(out, out, rc)
+			}
+			_ = rc.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
+			// The stream ends when the container stops (or is removed):
+			// next time read only what came after.
+			end := time.Now()
+			if end.Before(started) {
+				end = started
+			}
+			since = fmt.Sprintf("%d.%09d", end.Unix(), end.Nanosecond())
+			if ins, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil && !ins.Container.State.Running {
+				s := ins.Container.State
+				fmt.Fprintf(out, "=== chaoslab %s: container %s stopped: exit code %d, OOM killed %v\n",
+					end.Format(time.RFC3339Nano), short(container), s.ExitCode, s.OOMKilled)
+				stopped = true
+				continue
+			}
+			if time.Since(started) >= logRetry {
+				continue
+			}
+			// The stream ended at once although the container runs: do not spin.
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(logRetry):
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// short shortens a container ID the way the docker CLI shows it.
+func short(id string) string {
+	if len(id) == 64 {
+		return id[:12]
+	}
+	return id
+}

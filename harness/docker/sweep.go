@@ -1,0 +1,125 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/moby/moby/client"
+)
+
+// Swept lists what Sweep removed (container and network names, volume
+// names).
+type Swept struct {
+	Containers []string
+	Networks   []string
+	Volumes    []string
+}
+
+// Empty reports whether nothing was removed.
+func (s Swept) Empty() bool {
+	return len(s.Containers)+len(s.Networks)+len(s.Volumes) == 0
+}
+
+func (s Swept) String() string {
+	return fmt.Sprintf("%d containers %v, %d networks %v, %d volumes %v",
+		len(s.Containers), s.Containers, len(s.Networks), s.Networks, len(s.Volumes), s.Volumes)
+}
+
+// Sweep removes every container (running, paused or stopped, with its
+// anonymous volumes), then every network and volume labelled with run
+// runID; runID "" removes everything chaoslab manages (LabelManaged), which
+// is what a run does first to clean up after a crashed one. It goes on past
+// failures and returns them joined; something already gone is no failure.
+func Sweep(ctx context.Context, runID string) (Swept, error) {
+	var out Swept
+	cli, err := Client(ctx)
+	if err != nil {
+		return out, fmt.Errorf("sweep: %w", err)
+	}
+	f := Filters(runID)
+	var errs []error
+
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return out, fmt.Errorf("sweep: list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		_, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil:
+			out.Containers = append(out.Containers, name)
+		case !IsNotFound(err):
+			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
+		}
+	}
+
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list networks: %w", err))
+	} else {
+		for _, n := range ns.Items {
+			_, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			switch {
+			case err == nil:
+				out.Networks = append(out.Networks, n.Name)
+			case !IsNotFound(err):
+				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+			}
+		}
+	}
+
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list volumes: %w", err))
+	} else {
+		for _, v := range vs.Items {
+			_, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+			switch {
+			case err == nil:
+				out.Volumes = append(out.Volumes, v.Name)
+			case !IsNotFound(err):
+				errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, fmt.Errorf("sweep: %w", err)
+	}
+	return out, nil
+}
+
+// Leftovers lists the names of containers and networks of run runID that
+// still exist (runID "": everything chaoslab manages).
+func Leftovers(ctx context.Context, runID string) ([]string, error) {
+	cli, err := Client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list leftovers: %w", err)
+	}
+	f := Filters(runID)
+	var out []string
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list leftovers: list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, "container "+name)
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list leftovers: list networks: %w", err)
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Name)
+	}
+	return out, nil
+}

@@ -1,0 +1,589 @@
+// Package dockerzk runs ZooKeeper servers in Docker containers, in the
+// style of a testcontainers-go module: Run starts one server container
+// (functional options, a Container type with helper methods), and
+// StartEnsemble starts an ensemble of N members on a private bridge network
+// of the run, with the same health rules as harness/zkensemble (exactly one
+// stable leader, all others following) and container faults: docker
+// pause/unpause, SIGKILL, restart, replacement by a fresh container, CPU,
+// memory and pids limits changed live, and disconnection from the network.
+//
+// Images: the official zookeeper image's environment variables (ZOO_MY_ID,
+// ZOO_SERVERS, ZOO_TICK_TIME, ZOO_INIT_LIMIT, ZOO_SYNC_LIMIT,
+// ZOO_4LW_COMMANDS_WHITELIST, ZOO_MAX_CLIENT_CNXNS, JVMFLAGS) configure the
+// server, so zookeeper:3.8 and chaoslab's own chaoslab/zookeeper:3.8.0-deb12
+// both work. Nothing is pulled unless asked (no registry is reachable on
+// chaoslab's machines): see FindImage.
+//
+// Only the client port 2181 is published, on 127.0.0.1 with a host port the
+// engine picks; clients and four-letter words use it. Importing this package
+// imports harness/docker, which disables testcontainers-go's reaper (Ryuk):
+// Close and docker.Sweep clean up instead.
+package dockerzk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	mobynet "github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/chaoslab/chaoslab/harness/docker"
+)
+
+// Images.
+const (
+	// DefaultImage is what `chaoslab images build` produces: a Debian
+	// rootfs with ZooKeeper 3.8.0 and an entrypoint honouring the official
+	// image's variables.
+	DefaultImage = "chaoslab/zookeeper:3.8.0-deb12"
+	// OfficialImage is the official image, for machines that have it.
+	OfficialImage = "zookeeper:3.8"
+	// ImageEnv names an image to prefer over the others.
+	ImageEnv = "CHAOSLAB_ZOOKEEPER_IMAGE"
+)
+
+// ClientPort is the client port inside the container.
+const ClientPort = "2181/tcp"
+
+// loopback is the only host address ports are published on and dialled.
+const loopback = "127.0.0.1"
+
+// Component is the value of docker.LabelComponent on the containers.
+const Component = "zookeeper"
+
+// DefaultStartupTimeout bounds the wait for one container to answer ruok.
+const DefaultStartupTimeout = 90 * time.Second
+
+// ImageCandidates returns the images FindImage tries, in order: $ImageEnv
+// (if set), DefaultImage, OfficialImage.
+func ImageCandidates() []string {
+	var out []string
+	if v := strings.TrimSpace(os.Getenv(ImageEnv)); v != "" {
+		out = append(out, v)
+	}
+	return append(out, DefaultImage, OfficialImage)
+}
+
+// FindImage returns the first of ImageCandidates and extra present on the
+// local engine; the error wraps docker.ErrNoImage if none is.
+func FindImage(ctx context.Context, extra ...string) (string, error) {
+	img, err := docker.FirstImage(ctx, append(ImageCandidates(), extra...)...)
+	if err != nil {
+		return "", fmt.Errorf("find zookeeper image: %w", err)
+	}
+	return img, nil
+}
+
+// ---------------------------------------------------------------------------
+// Environment rendering (pure, tested without Docker).
+
+// MemberName is the network alias and short name of server id: "zk<id>".
+func MemberName(id int) string { return "zk" + strconv.Itoa(id) }
+
+// ContainerName is the container name of server id in run runID.
+func ContainerName(runID string, id int) string { return runID + "-" + MemberName(id) }
+
+// ServersValue renders ZOO_SERVERS for an ensemble of n members reachable
+// by their aliases: "server.1=zk1:2888:3888;2181 server.2=zk2:2888:3888;2181 ...".
+func ServersValue(n int) string {
+	parts := make([]string, n)
+	for i := range n {
+		parts[i] = fmt.Sprintf("server.%d=%s:2888:3888;2181", i+1, MemberName(i+1))
+	}
+	return strings.Join(parts, " ")
+}
+
+// ServerConfig is what goes into one server's environment.
+type ServerConfig struct {
+	ID             int    // myid
+	Servers        string // ZOO_SERVERS; "" leaves the image's default (standalone)
+	TickMS         int
+	InitLimit      int
+	SyncLimit      int
+	MaxClientCnxns int // 0 = unlimited
+	HeapMB         int
+	JVMFlags       []string // after -Xmx
+}
+
+// Env renders the configuration as the official image's variables.
+func (c ServerConfig) Env() map[string]string {
+	env := map[string]string{
+		"ZOO_MY_ID":                  strconv.Itoa(c.ID),
+		"ZOO_TICK_TIME":              strconv.Itoa(c.TickMS),
+		"ZOO_INIT_LIMIT":             strconv.Itoa(c.InitLimit),
+		"ZOO_SYNC_LIMIT":             strconv.Itoa(c.SyncLimit),
+		"ZOO_MAX_CLIENT_CNXNS":       strconv.Itoa(c.MaxClientCnxns),
+		"ZOO_4LW_COMMANDS_WHITELIST": "*",
+		"ZOO_STANDALONE_ENABLED":     "true",
+		"JVMFLAGS":                   jvmFlags(c.HeapMB, c.JVMFlags),
+		// zkServer.sh in the official image adds -Xmx$ZK_SERVER_HEAP after
+		// JVMFLAGS; keep the two the same.
+		"ZK_SERVER_HEAP": strconv.Itoa(c.HeapMB),
+	}
+	if c.Servers != "" {
+		env["ZOO_SERVERS"] = c.Servers
+	}
+	return env
+}
+
+func jvmFlags(heapMB int, extra []string) string {
+	return strings.TrimSpace("-Xmx" + strconv.Itoa(heapMB) + "m " + strings.Join(extra, " "))
+}
+
+// EnvList renders env as sorted KEY=VALUE strings (for logs and tests).
+func EnvList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ---------------------------------------------------------------------------
+// The module: Run and its options.
+
+// Container is one ZooKeeper server container started by Run.
+type Container struct {
+	testcontainers.Container
+	settings options
+}
+
+type options struct {
+	heapMB         int
+	jvmFlags       []string
+	startupTimeout time.Duration
+	pull           bool
+}
+
+// Option sets state of this module that is not part of the container
+// request; it is a testcontainers.ContainerCustomizer so it can be mixed
+// with the others.
+type Option func(*options) error
+
+// Customize implements testcontainers.ContainerCustomizer; the state is
+// read by Run.
+func (o Option) Customize(*testcontainers.GenericContainerRequest) error { return nil }
+
+// WithHeapMB sets the JVM's -Xmx (default 256).
+func WithHeapMB(mb int) Option {
+	return func(o *options) error {
+		if mb <= 0 {
+			return fmt.Errorf("heap %d MB: must be positive", mb)
+		}
+		o.heapMB = mb
+		return nil
+	}
+}
+
+// WithJVMFlags adds JVM flags after -Xmx (e.g. "-Xms256m", "-XX:+AlwaysPreTouch").
+func WithJVMFlags(flags ...string) Option {
+	return func(o *options) error {
+		o.jvmFlags = append(o.jvmFlags, flags...)
+		return nil
+	}
+}
+
+// WithStartupTimeout bounds the wait for the server to answer ruok
+// (default DefaultStartupTimeout).
+func WithStartupTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		o.startupTimeout = d
+		return nil
+	}
+}
+
+// WithPull lets testcontainers pull the image if it is not present. Without
+// it Run fails at once on a missing image (chaoslab's machines reach no
+// registry, and a pull would only time out).
+func WithPull() Option {
+	return func(o *options) error {
+		o.pull = true
+		return nil
+	}
+}
+
+// WithServerID sets ZOO_MY_ID (default 1).
+func WithServerID(id int) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"ZOO_MY_ID": strconv.Itoa(id)})
+}
+
+// WithServers sets ZOO_SERVERS (see ServersValue).
+func WithServers(servers string) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"ZOO_SERVERS": servers})
+}
+
+// WithTickTime sets ZOO_TICK_TIME in milliseconds.
+func WithTickTime(ms int) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"ZOO_TICK_TIME": strconv.Itoa(ms)})
+}
+
+// WithInitLimit sets ZOO_INIT_LIMIT in ticks.
+func WithInitLimit(ticks int) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"ZOO_INIT_LIMIT": strconv.Itoa(ticks)})
+}
+
+// WithSyncLimit sets ZOO_SYNC_LIMIT in ticks.
+func WithSyncLimit(ticks int) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"ZOO_SYNC_LIMIT": strconv.Itoa(ticks)})
+}
+
+// WithMaxClientCnxns sets ZOO_MAX_CLIENT_CNXNS (0 = unlimited).
+func WithMaxClientCnxns(n int) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithEnv(map[string]string{"ZOO_MAX_CLIENT_CNXNS": strconv.Itoa(n)})
+}
+
+// WithRunID labels the container as part of run runID (docker.LabelRun).
+func WithRunID(runID string) testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if err := docker.CheckRunID(runID); err != nil {
+			return err
+		}
+		return testcontainers.WithLabels(docker.Labels(runID))(req)
+	}
+}
+
+// WithMemoryLimit sets the container's memory limit (and memory+swap to
+// the same, so no swap) in bytes.
+func WithMemoryLimit(bytes int64) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.Memory = bytes
+		hc.MemorySwap = bytes
+	})
+}
+
+// WithCPULimit limits the container to cores CPUs (docker run --cpus).
+func WithCPULimit(cores float64) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.NanoCPUs = int64(cores * 1e9)
+	})
+}
+
+// WithPidsLimit limits the number of tasks in the container.
+func WithPidsLimit(n int64) testcontainers.CustomizeRequestOption {
+	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.PidsLimit = &n
+	})
+}
+
+// publishClientPort binds the client port to 127.0.0.1 only, on a port the
+// engine picks.
+func publishClientPort() testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if err := testcontainers.WithExposedPorts(ClientPort)(req); err != nil {
+			return err
+		}
+		return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			p := mobynet.MustParsePort(ClientPort)
+			if hc.PortBindings == nil {
+				hc.PortBindings = mobynet.PortMap{}
+			}
+			hc.PortBindings[p] = []mobynet.PortBinding{{HostIP: netip.MustParseAddr(loopback), HostPort: ""}}
+		})(req)
+	}
+}
+
+// Run starts one ZooKeeper server container from img and waits until it
+// answers ruok on its published client port. Without options it is a
+// standalone server (ZOO_MY_ID 1, tickTime 2000, -Xmx256m) labelled
+// docker.LabelManaged; add WithRunID, WithServerID, WithServers, network
+// options etc. for an ensemble member (StartEnsemble does). On failure the
+// container, if one was created, is returned with the error: terminate it.
+func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
+	settings := options{heapMB: 256, startupTimeout: DefaultStartupTimeout}
+	for _, opt := range opts {
+		if o, ok := opt.(Option); ok {
+			if err := o(&settings); err != nil {
+				return nil, fmt.Errorf("run zookeeper: %w", err)
+			}
+		}
+	}
+	if !settings.pull {
+		ok, err := docker.ImageExists(ctx, img)
+		if err != nil {
+			return nil, fmt.Errorf("run zookeeper: %w", err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("run zookeeper: image %s is not present (no registry can be reached; build it with `chaoslab images build`, or pass WithPull): %w", img, docker.ErrNoImage)
+		}
+	}
+	def := ServerConfig{ID: 1, TickMS: 2000, InitLimit: 10, SyncLimit: 5, HeapMB: settings.heapMB, JVMFlags: settings.jvmFlags}
+	moduleOpts := []testcontainers.ContainerCustomizer{
+		publishClientPort(),
+		testcontainers.WithEnv(def.Env()),
+		testcontainers.WithLabels(docker.MergeLabels(docker.Labels(""), map[string]string{docker.LabelComponent: Component})),
+		testcontainers.WithWaitStrategyAndDeadline(settings.startupTimeout, WaitForRuok().WithStartupTimeout(settings.startupTimeout)),
+	}
+	moduleOpts = append(moduleOpts, opts...)
+
+	ctr, err := testcontainers.Run(ctx, img, moduleOpts...)
+	var c *Container
+	if ctr != nil {
+		c = &Container{Container: ctr, settings: settings}
+	}
+	if err != nil {
+		return c, fmt.Errorf("run zookeeper: %w", err)
+	}
+	return c, nil
+}
+
+// ---------------------------------------------------------------------------
+// Container helpers.
+
+// ClientAddress returns "127.0.0.1:<host port>" of the client port. The
+// host port changes when the container is started again or reconnected.
+func (c *Container) ClientAddress(ctx context.Context) (string, error) {
+	p, err := c.MappedPort(ctx, ClientPort)
+	if err != nil {
+		return "", fmt.Errorf("find client port: %w", err)
+	}
+	return net.JoinHostPort(loopback, p.Port()), nil
+}
+
+// FourLetter sends a four-letter word to the server and returns the answer
+// (deadline from ctx, or DefaultProbeTimeout).
+func (c *Container) FourLetter(ctx context.Context, cmd string) (string, error) {
+	addr, err := c.ClientAddress(ctx)
+	if err != nil {
+		return "", fmt.Errorf("ask %s: %w", cmd, err)
+	}
+	out, err := fourLetter(ctx, addr, cmd)
+	if err != nil {
+		return "", fmt.Errorf("ask %s: %w", cmd, err)
+	}
+	return out, nil
+}
+
+// Mntr returns the server's mntr answer as a map; a server that answers
+// but does not serve gives an error wrapping ErrNotServing.
+func (c *Container) Mntr(ctx context.Context) (map[string]string, error) {
+	out, err := c.FourLetter(ctx, "mntr")
+	if err != nil {
+		return nil, fmt.Errorf("mntr: %w", err)
+	}
+	kv, err := parseMntr(out)
+	if err != nil {
+		return nil, fmt.Errorf("mntr: %w", err)
+	}
+	return kv, nil
+}
+
+// State is a container's state as the engine reports it.
+type State struct {
+	Status     string // created, running, paused, restarting, removing, exited, dead
+	Running    bool   // true while paused too
+	Paused     bool
+	OOMKilled  bool // the kernel's OOM killer killed a process of the container
+	Dead       bool
+	ExitCode   int // 137 after SIGKILL (an OOM kill included)
+	Error      string
+	Pid        int
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+func stateOf(s *container.State) State {
+	if s == nil {
+		return State{}
+	}
+	out := State{
+		Status: string(s.Status), Running: s.Running, Paused: s.Paused, OOMKilled: s.OOMKilled,
+		Dead: s.Dead, ExitCode: s.ExitCode, Error: s.Error, Pid: s.Pid,
+	}
+	out.StartedAt, _ = time.Parse(time.RFC3339Nano, s.StartedAt)
+	out.FinishedAt, _ = time.Parse(time.RFC3339Nano, s.FinishedAt)
+	return out
+}
+
+// RunState returns the container's state (running, paused, OOM killed,
+// exit code). (State is taken by testcontainers.Container.)
+func (c *Container) RunState(ctx context.Context) (State, error) {
+	ins, err := c.Inspect(ctx)
+	if err != nil {
+		return State{}, fmt.Errorf("inspect container: %w", err)
+	}
+	return stateOf(ins.State), nil
+}
+
+// Pause freezes every process of the container (docker pause: the freezer
+// cgroup). The published port still accepts connections; nothing answers.
+func (c *Container) Pause(ctx context.Context) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return fmt.Errorf("pause container: %w", err)
+	}
+	if _, err := cli.ContainerPause(ctx, c.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+		return fmt.Errorf("pause container: %w", err)
+	}
+	return nil
+}
+
+// Unpause thaws a paused container.
+func (c *Container) Unpause(ctx context.Context) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return fmt.Errorf("unpause container: %w", err)
+	}
+	if _, err := cli.ContainerUnpause(ctx, c.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
+		return fmt.Errorf("unpause container: %w", err)
+	}
+	return nil
+}
+
+// killWait bounds how long Kill waits for the container to stop.
+const killWait = 30 * time.Second
+
+// Kill sends SIGKILL to the container (thawing it first if paused) and
+// waits until the engine reports it stopped.
+func (c *Container) Kill(ctx context.Context) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return fmt.Errorf("kill container: %w", err)
+	}
+	id := c.GetContainerID()
+	if st, err := c.RunState(ctx); err == nil && st.Paused {
+		_, _ = cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+	}
+	if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("kill container: %w", err)
+	}
+	deadline := time.Now().Add(killWait)
+	for {
+		st, err := c.RunState(ctx)
+		if err != nil {
+			return fmt.Errorf("kill container: %w", err)
+		}
+		if !st.Running {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill container: still running %v after SIGKILL", killWait)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kill container: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// update changes the container's resources live (docker update).
+func (c *Container) update(ctx context.Context, r container.Resources) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = cli.ContainerUpdate(ctx, c.GetContainerID(), client.ContainerUpdateOptions{Resources: &r})
+	return err
+}
+
+// hostCPUs is the number of CPUs the engine reports.
+func hostCPUs(ctx context.Context) (int, error) {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return 0, err
+	}
+	info, err := cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return 0, err
+	}
+	if info.Info.NCPU <= 0 {
+		return 0, errors.New("engine reports no CPUs")
+	}
+	return info.Info.NCPU, nil
+}
+
+// LimitCPU limits the live container to cores CPUs (docker update --cpus).
+// cores <= 0 lifts the limit: the engine cannot unset a CPU limit once set
+// (NanoCpus 0 means "no change"), so the limit becomes all of the engine's
+// CPUs, which is no limit.
+func (c *Container) LimitCPU(ctx context.Context, cores float64) error {
+	nano := int64(cores * 1e9)
+	if cores <= 0 {
+		n, err := hostCPUs(ctx)
+		if err != nil {
+			return fmt.Errorf("limit cpu: %w", err)
+		}
+		nano = int64(n) * 1e9
+	}
+	if err := c.update(ctx, container.Resources{NanoCPUs: nano}); err != nil {
+		return fmt.Errorf("limit cpu to %.2f cores: %w", cores, err)
+	}
+	return nil
+}
+
+// CPULimit returns the container's CPU limit in cores (0: none).
+func (c *Container) CPULimit(ctx context.Context) (float64, error) {
+	ins, err := c.Inspect(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read cpu limit: %w", err)
+	}
+	if ins.HostConfig == nil {
+		return 0, nil
+	}
+	return float64(ins.HostConfig.NanoCPUs) / 1e9, nil
+}
+
+// SetMemoryLimit sets the live container's memory limit (and memory+swap,
+// so no swap) in bytes. With cgroup v1 a limit below the current usage is
+// refused by the kernel (EBUSY) rather than OOM-killing; with cgroup v2 the
+// kernel reclaims and OOM-kills.
+func (c *Container) SetMemoryLimit(ctx context.Context, bytes int64) error {
+	if bytes <= 0 {
+		return fmt.Errorf("set memory limit: %d bytes: must be positive", bytes)
+	}
+	if err := c.update(ctx, container.Resources{Memory: bytes, MemorySwap: bytes}); err != nil {
+		return fmt.Errorf("set memory limit to %d bytes: %w", bytes, err)
+	}
+	return nil
+}
+
+// SetPidsLimit sets the live container's pids limit; n <= 0 lifts it.
+func (c *Container) SetPidsLimit(ctx context.Context, n int64) error {
+	if n <= 0 {
+		n = -1
+	}
+	if err := c.update(ctx, container.Resources{PidsLimit: &n}); err != nil {
+		return fmt.Errorf("set pids limit to %d: %w", n, err)
+	}
+	return nil
+}
+
+// Disconnect takes the container off the network (name or ID). With no
+// other network it then has no address at all: peers and the published
+// port both stop reaching it.
+func (c *Container) Disconnect(ctx context.Context, network string) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return fmt.Errorf("disconnect from %s: %w", network, err)
+	}
+	if _, err := cli.NetworkDisconnect(ctx, network, client.NetworkDisconnectOptions{Container: c.GetContainerID(), Force: true}); err != nil {
+		return fmt.Errorf("disconnect from %s: %w", network, err)
+	}
+	return nil
+}
+
+// Connect attaches the container to the network with the aliases.
+func (c *Container) Connect(ctx context.Context, network string, aliases ...string) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", network, err)
+	}
+	if _, err := cli.NetworkConnect(ctx, network, client.NetworkConnectOptions{
+		Container:      c.GetContainerID(),
+		EndpointConfig: &mobynet.EndpointSettings{Aliases: aliases},
+	}); err != nil {
+		return fmt.Errorf("connect to %s: %w", network, err)
+	}
+	return nil
+}

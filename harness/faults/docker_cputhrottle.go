@@ -1,0 +1,70 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// CPULimiter is a target whose CPU can be limited while it runs (a
+// container: docker update --cpus). cores <= 0 lifts the limit.
+type CPULimiter interface {
+	LimitCPU(cores float64) error
+}
+
+// CPULimitReader is a CPULimiter that can tell its current limit (0: none),
+// so that CPUThrottle restores it rather than lifting every limit.
+type CPULimitReader interface {
+	CPULimit() (float64, error)
+}
+
+// CPUThrottle holds the target to a slice of a core for the duration, then
+// restores its previous limit (none, usually): the "high CPU on the leader"
+// of IL-0587, where the server still runs, slowly, rather than stopping
+// (compare pause). Only container targets support it.
+func init() { Register(CPUThrottle{}) }
+
+type CPUThrottle struct {
+	// Cores is the limit during the fault, e.g. 0.1 (required).
+	Cores float64
+}
+
+func (CPUThrottle) Name() string { return "cpu-throttle" }
+
+func (c CPUThrottle) Available(t Target) error {
+	if t == nil {
+		return errors.New("cpu-throttle: no target")
+	}
+	if _, ok := t.(CPULimiter); !ok {
+		return fmt.Errorf("cpu-throttle: %s cannot have its CPU limited while it runs (container members can; local processes cannot)", t.Name())
+	}
+	if c.Cores <= 0 {
+		return fmt.Errorf("cpu-throttle: Cores=%v, want > 0", c.Cores)
+	}
+	return nil
+}
+
+func (c CPUThrottle) Inject(ctx context.Context, t Target, d time.Duration) error {
+	if err := c.Available(t); err != nil {
+		return err
+	}
+	l := t.(CPULimiter)
+	before := 0.0
+	if r, ok := t.(CPULimitReader); ok {
+		v, err := r.CPULimit()
+		if err != nil {
+			return fmt.Errorf("read cpu limit of %s: %w", t.Name(), err)
+		}
+		before = v
+	}
+	if err := l.LimitCPU(c.Cores); err != nil {
+		return fmt.Errorf("limit cpu of %s: %w", t.Name(), err)
+	}
+	sleep(ctx, d)
+	// Restore even when the run is being interrupted.
+	if err := l.LimitCPU(before); err != nil {
+		return fmt.Errorf("restore cpu of %s: %w", t.Name(), err)
+	}
+	return nil
+}
