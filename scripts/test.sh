@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need, then runs every test,
-# including the integration tests that start real ZooKeeper servers.
+# The test command: installs what the tests need (Debian packages, the
+# chaoslab binary, the container images built locally without a registry),
+# then runs every test, including the integration tests that start real
+# ZooKeeper servers as processes and as containers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+if docker info >/dev/null 2>&1; then
+  # Idempotent: skips images that are up to date (the Consul build takes
+  # minutes the first time).
+  ./bin/chaoslab images build
+else
+  echo "test: no Docker engine answers; the container tests will be skipped" >&2
+fi
 go vet ./...
 # -p 1: the integration tests measure timing on real servers; packages
 # running side by side on 2 cores would disturb each other.
-go test -p 1 -count=1 -timeout 40m ./...
+go test -p 1 -count=1 -timeout 60m ./...

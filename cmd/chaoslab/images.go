@@ -18,18 +18,19 @@ func imagesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images",
 		Short: "Build and list chaoslab's container images (no registry needed)",
-		Long: `chaoslab builds its container images on this machine, with no registry:
+		Long: fmt.Sprintf(`chaoslab builds its container images on this machine, with no registry:
 
-  ` + images.ZooKeeperRef + `   Debian ` + images.DebianSuite + ` (mmdebstrap from this machine's APT mirrors)
-                                   with ZooKeeper and a headless JRE; the official
-                                   image's ZOO_* variables work
-  ` + images.EtcdRef + `            FROM scratch, etcd/etcdctl/etcdutl built from source
-  ` + images.ConsulRef + `          FROM scratch, consul built from source (MPL-2.0 line)
-  ` + images.ChaoslabRef("") + `           FROM scratch, this chaoslab (client workloads)
+  %-32s Debian %s (mmdebstrap from this machine's APT
+  %-32s mirrors) with ZooKeeper and a headless JRE; the
+  %-32s official image's ZOO_* variables work
+  %-32s FROM scratch, etcd/etcdctl/etcdutl built from source
+  %-32s FROM scratch, consul built from source (MPL-2.0 line)
+  %-32s FROM scratch, this chaoslab (client workloads)
 
 The binaries are built in the Go modules under tools/ and cached by version
 (in $CHAOSLAB_CACHE, else $XDG_CACHE_HOME/chaoslab/bin or ~/.cache/chaoslab/bin).
 Run it inside the source tree (or set CHAOSLAB_SRC).`,
+			images.ZooKeeperRef, images.DebianSuite, "", "", images.EtcdRef, images.ConsulRef, images.ChaoslabRef("")),
 	}
 	cmd.AddCommand(imagesBuildCmd(), imagesListCmd())
 	return cmd
@@ -83,7 +84,7 @@ func imagesListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Logger = slog.Default()
-			res, err := images.List(cmd.Context(), opts)
+			res, err := images.ListWith(cmd.Context(), opts)
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "IMAGE\tREF\tSIZE\tVERSION\tSTATUS")
 			for _, r := range res {

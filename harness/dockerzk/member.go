@@ -25,7 +25,6 @@ var (
 	_ faults.NetworkDisconnector = (*Member)(nil)
 )
 
-
 // ErrNotRunning is returned when a member has no running container.
 var ErrNotRunning = errors.New("not running")
 

@@ -139,10 +139,14 @@ func Build(ctx context.Context, opts Options) ([]Result, error) {
 	return out, errors.Join(errs...)
 }
 
-// List reports on every image (Options.Only selects some): whether it
-// exists, its size and version label, and whether that label matches the
-// build inputs here (Current). It builds nothing and needs no network.
-func List(ctx context.Context, opts Options) ([]Result, error) {
+// List reports on every image: whether it exists, its size and version
+// label, and whether that label matches the build inputs of this source
+// tree (Current). It builds nothing and needs no network.
+func List(ctx context.Context) ([]Result, error) { return ListWith(ctx, Options{}) }
+
+// ListWith is List with options: Only, SourceDir, CacheDir, ChaoslabTag
+// and Logger are used.
+func ListWith(ctx context.Context, opts Options) ([]Result, error) {
 	names, err := selectNames(opts.Only)
 	if err != nil {
 		return nil, err

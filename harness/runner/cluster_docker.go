@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/dockerzk"
@@ -136,8 +139,21 @@ func clientSetup(be backend, ens zkCluster, o Options, mgr *limits.Manager, runI
 			names = append(names, m.Name()+":2181")
 		}
 		img := be.(dockerBackend).clientImage
-		return containerLauncher{image: img, network: dz.ens.Network(), runID: runID}, names
+		return containerLauncher{image: img, network: dz.ens.Network(), runID: runID, textMB: imageMB(img)}, names
 	}
 	return processLauncher{bin: o.ClientBinary, args: o.ClientArgs, mgr: mgr, log: log}, ens.Servers()
 }
 
+// imageMB is the size of an image in MiB, rounded up (0 when unknown): for
+// the chaoslab image, FROM scratch with one static binary, the binary.
+func imageMB(ref string) int {
+	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Size}}", ref).Output()
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return int((n + (1 << 20) - 1) >> 20)
+}

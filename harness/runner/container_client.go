@@ -23,11 +23,19 @@ type containerLauncher struct {
 	image   string
 	network string
 	runID   string
+	// textMB is added to the memory limit: the kernel charges the page
+	// cache of the client's executable to the container, which a local
+	// process shares with its parent. Without it a container would have
+	// less room than a process for the same scenario.
+	textMB int
 }
 
 func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, bool, error) {
 	lines := &lineSplitter{onStdout: l.OnStdout, log: l.Log}
-	mem := int64(l.MemoryMB) << 20
+	mem := int64(l.MemoryMB+d.textMB) << 20
+	if l.MemoryMB == 0 {
+		mem = 0
+	}
 	name := fmt.Sprintf("%s-%s-%d", d.runID, l.ID, l.Inc)
 	c, err := testcontainers.Run(ctx, d.image,
 		testcontainers.WithName(name),
@@ -82,7 +90,7 @@ func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, boo
 		case st.OOMKilled:
 			e.OOM = true
 			e.Signal = "killed"
-			e.How = fmt.Sprintf("killed by the kernel OOM killer (container state OOMKilled, exit %d, limit %d MiB)", st.ExitCode, l.MemoryMB)
+			e.How = fmt.Sprintf("killed by the kernel OOM killer (container state OOMKilled, exit %d, limit %d MiB + %d MiB for the executable)", st.ExitCode, l.MemoryMB, d.textMB)
 		case st.ExitCode == 137:
 			e.Signal = "killed"
 			e.How = "killed by SIGKILL (exit 137, not an OOM kill by the container state)"
@@ -115,7 +123,7 @@ func (s *lineSplitter) Accept(l testcontainers.Log) {
 		if i < 0 {
 			return
 		}
-		line := append([]byte(nil), s.out.Next(i+1)[:i]...)
+		line := append([]byte(nil), s.out.Next(i + 1)[:i]...)
 		s.onStdout(line)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/zkensemble"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -202,4 +203,46 @@ func TestIntegration_AbortMidFault(t *testing.T) {
 	require.Len(t, mit.Faults, 1, "the interrupted fault is recorded")
 	require.Less(t, mit.Faults[0].End-mit.Faults[0].Start, 15.0, "the fault was cut short")
 	assertCleanedUp(t, r)
+}
+
+// TestIntegration_ReplayIL0587Docker replays the same scenario, unchanged,
+// with the servers and the clients in containers. It needs the images:
+// `chaoslab images build` makes them without a registry (.ci/run does).
+func TestIntegration_ReplayIL0587Docker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts containers (skipped with -short)")
+	}
+	ctx := context.Background()
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	s := builtin(t)
+	if _, _, err := chooseBackend(ctx, "docker", s, Options{}); err != nil {
+		t.Skipf("docker backend not available here: %v", err)
+	}
+	out := t.TempDir()
+	r, err := Run(ctx, s, Options{Seed: 1, OutDir: out, Backend: "docker", Logger: testLogger(t), Rerun: "test"})
+	require.NoError(t, err)
+	t.Log(reports.Summary(r))
+	require.Equal(t, "docker", r.Backend)
+	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
+
+	// OOM kills recognised from the container state.
+	var oom bool
+	for _, c := range r.Variant("vulnerable").Clients {
+		for _, e := range c.Exits {
+			if e.OOM {
+				oom = true
+				require.Contains(t, e.How, "OOMKilled")
+			}
+		}
+	}
+	require.True(t, oom, "a vulnerable client container was OOM-killed")
+
+	// Nothing of the run is left: no container, no network.
+	left, err := docker.Leftovers(ctx, "")
+	require.NoError(t, err)
+	for _, l := range left {
+		require.NotContains(t, l, s.ID, "left over after the run: %s", l)
+	}
 }

@@ -89,7 +89,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	r := &reports.Report{
-		Backend: be.Name(),
+		Backend:   be.Name(),
 		Schema:    reports.SchemaVersion,
 		RunID:     runID,
 		StartedAt: start,

@@ -115,7 +115,7 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	go func() { defer bg.Done(); writer.Run(runCtx) }()
 
 	// Servers' figures on the variant's clock.
-	sampler := &serverSampler{ens: ens, clock: v.clock, every: 250 * time.Millisecond}
+	sampler := &serverSampler{ens: ens, clock: v.clock, every: 100 * time.Millisecond}
 	bg.Add(1)
 	go func() { defer bg.Done(); sampler.run(runCtx) }()
 
