@@ -97,6 +97,9 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 	lastStale := math.Inf(-1)
 	neverFresh := false
 	runEnd := v.s.RunLength().Seconds()
+	if !v.runEnd.IsZero() {
+		runEnd = v.clock(v.runEnd)
+	}
 	for _, c := range clients {
 		c.mu.Lock()
 		cs := append([]clientSample(nil), c.samples...)

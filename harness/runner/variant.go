@@ -32,6 +32,7 @@ type variantRun struct {
 	log     *slog.Logger
 
 	t0        time.Time
+	runEnd    time.Time // the end of observation, warm-up extension included
 	zkVersion string
 
 	mu     sync.Mutex
@@ -152,7 +153,8 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	go func() { defer bg.Done(); progress.run(runCtx) }()
 
 	// The fault timeline.
-	ferr := v.timeline(runCtx, ens)
+	steady := func() (int, int) { return freshClients(clients, writer.Log(), w) }
+	ferr := v.timeline(runCtx, ens, steady)
 
 	stopRun()
 	cwg.Wait()
@@ -168,9 +170,31 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 
 // timeline waits out the warm-up, injects each fault with a health check
 // before and after, and observes until the end.
-func (v *variantRun) timeline(ctx context.Context, ens zkCluster) error {
+func (v *variantRun) timeline(ctx context.Context, ens zkCluster, steady func() (fresh, total int)) error {
 	tl := v.s.Timeline
 	warmEnd := v.t0.Add(tl.Warmup.D())
+	if !sleepUntil(ctx, warmEnd) {
+		return nil
+	}
+	// The faults hit a steady system: the warm-up lasts until every mirror
+	// is loaded and fresh, up to as long again.
+	for deadline := warmEnd.Add(tl.Warmup.D()); ; {
+		fresh, total := steady()
+		if fresh == total {
+			v.event("steady", "clients", fmt.Sprintf("all %d mirrors fresh after %.1fs of warm-up", total, v.clock(time.Now())))
+			break
+		}
+		if time.Now().After(deadline) {
+			v.event("steady", "clients", fmt.Sprintf("warm-up ended with %d of %d mirrors fresh", fresh, total))
+			break
+		}
+		if !sleepUntil(ctx, time.Now().Add(500*time.Millisecond)) {
+			return nil
+		}
+	}
+	shift := time.Since(warmEnd)
+	warmEnd = time.Now()
+	v.runEnd = v.t0.Add(v.s.RunLength() + shift)
 	var errs []error
 	var end time.Time
 	for i, step := range tl.Faults {
@@ -228,7 +252,7 @@ func (v *variantRun) timeline(ctx context.Context, ens zkCluster) error {
 	if end.IsZero() {
 		end = warmEnd
 	}
-	sleepUntil(ctx, v.t0.Add(v.s.RunLength()))
+	sleepUntil(ctx, v.runEnd)
 	return errors.Join(errs...)
 }
 
@@ -288,3 +312,30 @@ func (q quietLogger) Printf(format string, args ...any) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// freshClients counts the clients whose latest sample shows a loaded,
+// fresh mirror.
+func freshClients(clients []*client, wlog []zkmirror.Write, w scenarios.Workload) (fresh, total int) {
+	within := w.FreshWithin.D()
+	if within <= 0 {
+		within = 2 * time.Second
+	}
+	for _, c := range clients {
+		total++
+		c.mu.Lock()
+		n := len(c.samples)
+		var s zkmirror.Sample
+		if n > 0 {
+			s = c.samples[n-1].s
+		}
+		alive := c.alive
+		c.mu.Unlock()
+		if !alive || n == 0 || s.HotKnown == 0 {
+			continue
+		}
+		if zkmirror.Staleness(wlog, s.NextSeq, time.UnixMilli(s.UnixMS)) <= within {
+			fresh++
+		}
+	}
+	return fresh, total
+}
