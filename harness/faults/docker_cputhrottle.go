@@ -23,7 +23,7 @@ type CPULimitReader interface {
 // restores its previous limit (none, usually): the "high CPU on the leader"
 // of IL-0587, where the server still runs, slowly, rather than stopping
 // (compare pause). Only container targets support it.
-func init() { Register(CPUThrottle{}) }
+func init() { Register(CPUThrottle{Cores: 0.1}) }
 
 type CPUThrottle struct {
 	// Cores is the limit during the fault, e.g. 0.1 (required).

@@ -57,12 +57,33 @@ type backend interface {
 	// Prepare installs or checks what the backend needs (once per run).
 	Prepare(ctx context.Context, log *slog.Logger) error
 	StartZooKeeper(ctx context.Context, spec clusterSpec) (zkCluster, error)
+	// probe is a member of this backend's kind, for asking faults whether
+	// they can act on it before anything starts.
+	probe() faults.Target
+}
+
+// preflight refuses a scenario whose faults this backend cannot inject.
+func preflight(be backend, s *scenarios.Scenario) error {
+	for i, step := range s.Timeline.Faults {
+		f, err := faults.Get(step.Fault)
+		if err != nil {
+			return err
+		}
+		if err := f.Available(be.probe()); err != nil {
+			return fmt.Errorf("check faults: timeline.faults[%d] %s on the %s backend: %w", i, step.Fault, be.Name(), err)
+		}
+	}
+	return nil
 }
 
 // localBackend runs servers as processes on this machine.
 type localBackend struct{}
 
 func (localBackend) Name() string { return "local" }
+
+func (localBackend) probe() faults.Target {
+	return localMember{&zkensemble.Member{Name: "probe"}}
+}
 
 func (localBackend) Prepare(ctx context.Context, log *slog.Logger) error {
 	return zkensemble.EnsureInstalled(ctx, log)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/dockerzk"
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
@@ -22,6 +23,8 @@ type dockerBackend struct {
 }
 
 func (dockerBackend) Name() string { return "docker" }
+
+func (dockerBackend) probe() faults.Target { return &dockerzk.Member{} }
 
 func (b dockerBackend) Prepare(ctx context.Context, log *slog.Logger) error {
 	if err := docker.Available(ctx); err != nil {

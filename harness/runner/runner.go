@@ -64,6 +64,9 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 		return nil, err
 	}
 	o.Backend = be.Name()
+	if err := preflight(be, s); err != nil {
+		return nil, err
+	}
 	if len(o.Variants) == 0 {
 		o.Variants = s.VariantNames()
 	}
