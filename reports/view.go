@@ -151,7 +151,7 @@ func newView(r *Report) *view {
 	v.Facts = []kv{
 		{"Run id", r.RunID},
 		{"Seed", strconv.FormatInt(r.Seed, 10)},
-		{"Backend", orDash(r.Backend)},
+		{"Backend", orDash(strings.TrimSpace(r.Backend + " " + paren(r.BackendWhy)))},
 		{"Started", fmtTime(r.StartedAt)},
 		{"Ended", fmtTime(r.EndedAt)},
 		{"Duration", fmtDuration(r.StartedAt, r.EndedAt)},
@@ -456,4 +456,12 @@ func fmtExits(exits []Exit) string {
 		parts = append(parts, fmt.Sprintf("%s: %s", fmtSeconds(e.T), how))
 	}
 	return fmt.Sprintf("%d (%s)", len(exits), strings.Join(parts, "; "))
+}
+
+// paren wraps s in parentheses, or returns "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "(" + s + ")"
 }

@@ -120,6 +120,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	}
 	r.BackendWhy = why
 	if db, ok := be.(dockerBackend); ok {
+		delete(r.Versions, "java") // the servers' Java is the image's, not this machine's
 		r.Versions["image zookeeper"] = db.zkImage
 		r.Versions["image client"] = db.clientImage
 	}
