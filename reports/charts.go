@@ -241,9 +241,9 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		if len(v.Faults) > 0 {
 			anyFaults = true
 		}
-		if isRSS && v.Workload.MemoryLimitMB > 0 {
+		if isRSS && v.MemoryLimitMB() > 0 {
 			anyLimit = true
-			ymax = math.Max(ymax, float64(v.Workload.MemoryLimitMB))
+			ymax = math.Max(ymax, float64(v.MemoryLimitMB()))
 		}
 		if isRSS && len(oomEvents(v)) > 0 {
 			anyOOM = true
@@ -409,16 +409,16 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 		}
 	}
 
-	if isRSS && v.Workload.MemoryLimitMB > 0 {
-		p.Add(&hLine{y: float64(v.Workload.MemoryLimitMB), label: fmt.Sprintf("memory limit %d MiB", v.Workload.MemoryLimitMB), style: p.X.Tick.Label})
+	if isRSS && v.MemoryLimitMB() > 0 {
+		p.Add(&hLine{y: float64(v.MemoryLimitMB()), label: fmt.Sprintf("memory limit %d MiB", v.MemoryLimitMB()), style: p.X.Tick.Label})
 	}
 	if isRSS {
 		var xs, ys []float64
 		for _, e := range oomEvents(v) {
 			y, ok := valueAt(v, spec.Name, e.Source, e.T)
 			if !ok {
-				if v.Workload.MemoryLimitMB > 0 {
-					y = float64(v.Workload.MemoryLimitMB)
+				if v.MemoryLimitMB() > 0 {
+					y = float64(v.MemoryLimitMB())
 				} else {
 					y = ymin + (ymax-ymin)*0.8
 				}

@@ -81,6 +81,11 @@ type VariantResult struct {
 	StartedAt   time.Time `json:"started_at"`
 	// Workload is the effective workload (scenario workload + overrides).
 	Workload scenarios.Workload `json:"workload"`
+	// ClientLimitMB is the memory limit as enforced on each client when it
+	// differs from Workload.MemoryLimitMB (a container's limit also holds
+	// the page cache of its executable); ClientLimitNote says why.
+	ClientLimitMB   int    `json:"client_limit_mb,omitempty"`
+	ClientLimitNote string `json:"client_limit_note,omitempty"`
 	Expect   verdict.Verdict    `json:"expect"`
 	Verdict  verdict.Verdict    `json:"verdict"`
 	Reason   string             `json:"reason"`
@@ -286,4 +291,12 @@ func (r *Report) Recheck(s *scenarios.Scenario) (verdict.Verdict, string, error)
 	r.Verdict, r.Reason = verdict.Scenario(outcomes, r.Comparisons)
 	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
 	return r.Verdict, r.Reason, nil
+}
+
+// MemoryLimitMB is the memory limit each client ran under (0 = none).
+func (v *VariantResult) MemoryLimitMB() int {
+	if v.ClientLimitMB > 0 {
+		return v.ClientLimitMB
+	}
+	return v.Workload.MemoryLimitMB
 }

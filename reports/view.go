@@ -212,7 +212,7 @@ func newVariantView(vr *VariantResult) variantView {
 		Expect:      orDash(string(vr.Expect)),
 		Reason:      vr.Reason,
 		LogDir:      vr.LogDir,
-		Workload:    workloadFacts(vr.Workload),
+		Workload:    workloadFacts(vr.Workload, vr.ClientLimitNote),
 	}
 	vv.AsExpected = "no"
 	if vr.Expect == "" {
@@ -257,7 +257,7 @@ func newVariantView(vr *VariantResult) variantView {
 	return vv
 }
 
-func workloadFacts(w scenarios.Workload) []kv {
+func workloadFacts(w scenarios.Workload, limitNote string) []kv {
 	strategy := orDash(w.Strategy)
 	window := "—"
 	if w.Window > 0 {
@@ -283,6 +283,9 @@ func workloadFacts(w scenarios.Workload) []kv {
 	mem := "none"
 	if w.MemoryLimitMB > 0 {
 		mem = fmt.Sprintf("%d MiB per client (kernel-enforced)", w.MemoryLimitMB)
+		if limitNote != "" {
+			mem += "; " + limitNote
+		}
 	}
 	restart := "no"
 	if w.Restart {

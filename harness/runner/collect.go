@@ -40,6 +40,12 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 	buckets := map[int]map[string]float64{}
 	for _, s := range samples {
 		if !s.ok {
+			// No answer (a paused server): a gap in its lines, not a figure.
+			for _, name := range []string{"server.outstanding_requests", "server.avg_latency_ms", "server.connections"} {
+				if sr := findSeries(vr, name, s.member); sr != nil {
+					sr.Points = append(sr.Points, pt(s.t, math.NaN()))
+				}
+			}
 			continue
 		}
 		vr.SeriesFor("server.outstanding_requests", s.member, "requests").Points = append(vr.SeriesFor("server.outstanding_requests", s.member, "requests").Points, pt(s.t, s.outstanding))
@@ -203,3 +209,12 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 }
 
 func pt(t, v float64) reports.Point { return reports.Point{T: t, V: verdict.Float(v)} }
+
+func findSeries(vr *reports.VariantResult, name, source string) *reports.Series {
+	for _, s := range vr.Series {
+		if s.Name == name && s.Source == source {
+			return s
+		}
+	}
+	return nil
+}

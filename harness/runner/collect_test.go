@@ -190,8 +190,10 @@ func TestCollectServers(t *testing.T) {
 
 	out1 := series(t, v, "server.outstanding_requests", "zk1")
 	assert.Equal(t, "requests", out1.Unit)
-	assert.Equal(t, []float64{5, 12, 25.2, 26.1, 27.1}, times(out1), "sorted, unanswered sample left out")
-	assert.Equal(t, []float64{900, 300, 10, 1, 1}, values(out1))
+	assert.Equal(t, []float64{5, 12, 22, 25.2, 26.1, 27.1}, times(out1), "sorted; the unanswered sample is a gap")
+	vals := values(out1)
+	assert.True(t, math.IsNaN(vals[2]), "no answer is NaN (a gap in the line), not a figure")
+	assert.Equal(t, []float64{900, 300, 10, 1, 1}, append(vals[:2:2], vals[3:]...))
 	out2 := series(t, v, "server.outstanding_requests", "zk2")
 	assert.Equal(t, []float64{800, 450, 400, 20, 2, 2}, values(out2))
 	assert.Equal(t, "ms", series(t, v, "server.avg_latency_ms", "zk1").Unit)

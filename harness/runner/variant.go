@@ -122,6 +122,10 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 
 	// Clients, spread over the start window.
 	launcher, clientServers := clientSetup(v.backend, ens, v.opts, mgr, v.runID, v.log)
+	if cl, ok := launcher.(containerLauncher); ok && cl.textMB > 0 && w.MemoryLimitMB > 0 {
+		v.vr.ClientLimitMB = w.MemoryLimitMB + cl.textMB
+		v.vr.ClientLimitNote = fmt.Sprintf("each client container gets %d MiB more for its executable's page cache, which the kernel charges to the container (a local process shares it with its parent): %d MiB in all", cl.textMB, v.vr.ClientLimitMB)
+	}
 	clients := make([]*client, w.Clients)
 	var cwg sync.WaitGroup
 	r := rng(v.seed)
