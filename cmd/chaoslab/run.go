@@ -95,6 +95,7 @@ it started, and still writes a report marked aborted.`,
 
 func reportCmd() *cobra.Command {
 	var scenario string
+	var write bool
 	cmd := &cobra.Command{
 		Use:   "report DIR|report.json",
 		Short: "Load a report, re-check its verdict and print its summary",
@@ -118,6 +119,11 @@ report.md and index.html.`,
 			if _, _, err := r.Recheck(s); err != nil {
 				return err
 			}
+			if write {
+				if err := reports.Write(r, r.Dir); err != nil {
+					return err
+				}
+			}
 			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
 			if before != r.Verdict {
 				fmt.Fprintf(cmd.OutOrStdout(), "re-checked verdict %s differs from the stored one (%s)\n", r.Verdict, before)
@@ -129,5 +135,6 @@ report.md and index.html.`,
 		},
 	}
 	cmd.Flags().StringVar(&scenario, "scenario", "", "judge against this scenario (id or file) instead of the one stored in the report")
+	cmd.Flags().BoolVar(&write, "write", false, "write report.json, report.md and index.html again with the re-checked verdict")
 	return cmd
 }
