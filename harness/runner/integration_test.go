@@ -246,3 +246,36 @@ func TestIntegration_ReplayIL0587Docker(t *testing.T) {
 		require.NotContains(t, l, s.ID, "left over after the run: %s", l)
 	}
 }
+
+// TestIntegration_AbortMidFaultDocker interrupts a containerised run while
+// the leader is paused: the report is marked aborted and no container or
+// network of the run is left.
+func TestIntegration_AbortMidFaultDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts containers (skipped with -short)")
+	}
+	ctx := context.Background()
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	s := small(builtin(t))
+	if _, _, err := chooseBackend(ctx, "docker", s, Options{}); err != nil {
+		t.Skipf("docker backend not available here: %v", err)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	onEvent := func(variant string, e reports.Event) {
+		if e.Kind == "fault" {
+			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
+		}
+	}
+	r, err := Run(rctx, s, Options{Seed: 3, OutDir: t.TempDir(), Backend: "docker", Logger: testLogger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
+	require.NoError(t, err)
+	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
+	require.FileExists(t, filepath.Join(r.Dir, "index.html"))
+	left, err := docker.Leftovers(ctx, "")
+	require.NoError(t, err)
+	for _, l := range left {
+		require.NotContains(t, l, s.ID, "left over after an interrupted run: %s", l)
+	}
+}
