@@ -84,11 +84,11 @@ type VariantResult struct {
 	// ClientLimitMB is the memory limit as enforced on each client when it
 	// differs from Workload.MemoryLimitMB (a container's limit also holds
 	// the page cache of its executable); ClientLimitNote says why.
-	ClientLimitMB   int    `json:"client_limit_mb,omitempty"`
-	ClientLimitNote string `json:"client_limit_note,omitempty"`
-	Expect   verdict.Verdict    `json:"expect"`
-	Verdict  verdict.Verdict    `json:"verdict"`
-	Reason   string             `json:"reason"`
+	ClientLimitMB   int             `json:"client_limit_mb,omitempty"`
+	ClientLimitNote string          `json:"client_limit_note,omitempty"`
+	Expect          verdict.Verdict `json:"expect"`
+	Verdict         verdict.Verdict `json:"verdict"`
+	Reason          string          `json:"reason"`
 	// LabError is set when the lab itself failed during the variant (a
 	// server did not start, a fault could not be injected): the variant is
 	// inconclusive whatever its measurements say.

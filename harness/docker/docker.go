@@ -52,6 +52,10 @@ const (
 	LabelComponent = "org.chaoslab.component"
 	// LabelMember names the cluster member ("zk1", ...).
 	LabelMember = "org.chaoslab.member"
+	// LabelOwner identifies the process that created it ("<pid>-<start>",
+	// the start time in clock ticks since boot): SweepStale leaves alone
+	// what a live process owns.
+	LabelOwner = "org.chaoslab.owner"
 )
 
 // runIDPattern is what a run id may look like: it becomes part of
@@ -72,6 +76,9 @@ func Labels(runID string) map[string]string {
 	l := map[string]string{LabelManaged: "true"}
 	if runID != "" {
 		l[LabelRun] = runID
+		if o := Owner(); o != "" {
+			l[LabelOwner] = o
+		}
 	}
 	return l
 }

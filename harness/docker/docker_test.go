@@ -20,10 +20,10 @@ func TestRyukDisabledByInit(t *testing.T) {
 }
 
 func TestLabels(t *testing.T) {
-	require.Equal(t, map[string]string{LabelManaged: "true", LabelRun: "r1"}, Labels("r1"))
+	require.Equal(t, map[string]string{LabelManaged: "true", LabelRun: "r1", LabelOwner: Owner()}, Labels("r1"))
 	require.Equal(t, map[string]string{LabelManaged: "true"}, Labels(""))
 	m := MergeLabels(Labels("r1"), map[string]string{LabelMember: "zk1"}, map[string]string{LabelRun: "r2"})
-	require.Equal(t, map[string]string{LabelManaged: "true", LabelRun: "r2", LabelMember: "zk1"}, m)
+	require.Equal(t, map[string]string{LabelManaged: "true", LabelRun: "r2", LabelMember: "zk1", LabelOwner: Owner()}, m)
 
 	f := Filters("r1")
 	require.Equal(t, map[string]bool{"org.chaoslab.managed=true": true, "org.chaoslab.run=r1": true}, f["label"])
@@ -201,4 +201,15 @@ func TestIntegration_FollowLogsAcrossRestartsUntilRemoved(t *testing.T) {
 func TestIntegration_Available(t *testing.T) {
 	requireDocker(t)
 	require.NoError(t, Available(context.Background()))
+}
+
+func TestOwner(t *testing.T) {
+	o := Owner()
+	require.NotEmpty(t, o)
+	require.True(t, ownerAlive(o), "this process is alive")
+	require.False(t, ownerAlive("1-0"), "pid 1 with another start time is not the owner")
+	require.False(t, ownerAlive("999999999-5"), "no such process")
+	require.False(t, ownerAlive("garbage"))
+	require.Equal(t, o, Labels("run-1")[LabelOwner])
+	require.NotContains(t, Labels(""), LabelOwner)
 }

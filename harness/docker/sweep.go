@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/moby/moby/client"
@@ -122,4 +124,91 @@ func Leftovers(ctx context.Context, runID string) ([]string, error) {
 		out = append(out, "network "+n.Name)
 	}
 	return out, nil
+}
+
+// Owner is this process's owner label value: "<pid>-<start time>".
+func Owner() string { return ownerOf(os.Getpid()) }
+
+func ownerOf(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	// Field 22 of stat (starttime) is the 20th after the command.
+	if len(f) < 20 {
+		return ""
+	}
+	return strconv.Itoa(pid) + "-" + f[19]
+}
+
+// ownerAlive reports whether the process named by an owner label still runs
+// (same pid and same start time, so a reused pid does not count).
+func ownerAlive(owner string) bool {
+	pidStr, _, ok := strings.Cut(owner, "-")
+	if !ok {
+		return false
+	}
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil {
+		return false
+	}
+	return ownerOf(pid) == owner
+}
+
+// SweepStale removes what earlier runs left behind: every run whose owner
+// process is gone (or unknown). Runs of live processes, such as another
+// chaoslab run or a test on the same engine, are left alone.
+func SweepStale(ctx context.Context) (Swept, error) {
+	var out Swept
+	cli, err := Client(ctx)
+	if err != nil {
+		return out, fmt.Errorf("sweep stale: %w", err)
+	}
+	f := Filters("")
+	stale := map[string]bool{}
+	consider := func(labels map[string]string) {
+		run := labels[LabelRun]
+		if run == "" {
+			return
+		}
+		if o := labels[LabelOwner]; o == "" || !ownerAlive(o) {
+			if _, seen := stale[run]; !seen {
+				stale[run] = true
+			}
+		} else {
+			stale[run] = false
+		}
+	}
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return out, fmt.Errorf("sweep stale: list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		consider(c.Labels)
+	}
+	if ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f}); err == nil {
+		for _, n := range ns.Items {
+			consider(n.Labels)
+		}
+	}
+	var errs []error
+	for run, isStale := range stale {
+		if !isStale {
+			continue
+		}
+		sw, err := Sweep(ctx, run)
+		out.Containers = append(out.Containers, sw.Containers...)
+		out.Networks = append(out.Networks, sw.Networks...)
+		out.Volumes = append(out.Volumes, sw.Volumes...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
 }

@@ -176,6 +176,6 @@ func TestLabelsOfMembers(t *testing.T) {
 	l := docker.MergeLabels(docker.Labels("r"), map[string]string{docker.LabelComponent: Component, docker.LabelMember: MemberName(1)})
 	require.Equal(t, map[string]string{
 		"org.chaoslab.managed": "true", "org.chaoslab.run": "r",
-		"org.chaoslab.component": "zookeeper", "org.chaoslab.member": "zk1",
+		"org.chaoslab.component": "zookeeper", "org.chaoslab.member": "zk1", "org.chaoslab.owner": docker.Owner(),
 	}, l)
 }

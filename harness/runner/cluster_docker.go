@@ -30,8 +30,9 @@ func (b dockerBackend) Prepare(ctx context.Context, log *slog.Logger) error {
 	if err := docker.Available(ctx); err != nil {
 		return err
 	}
-	// Whatever a crashed earlier run left behind goes first.
-	if swept, err := docker.Sweep(ctx, ""); err != nil {
+	// Whatever a crashed earlier run left behind goes first; runs of live
+	// processes are not touched.
+	if swept, err := docker.SweepStale(ctx); err != nil {
 		log.Warn("sweep leftovers of earlier runs", "err", err)
 	} else if !swept.Empty() {
 		log.Info("removed leftovers of earlier runs", "swept", swept.String())

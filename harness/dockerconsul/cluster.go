@@ -1,0 +1,367 @@
+package dockerconsul
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/chaoslab/chaoslab/harness/docker"
+)
+
+// DefaultStartTimeout bounds StartCluster when its context has no deadline.
+const DefaultStartTimeout = 2 * time.Minute
+
+// MaxServers is the largest number of servers StartCluster accepts;
+// MaxAgents the largest number of client agents.
+const (
+	MaxServers = 7
+	MaxAgents  = 50
+)
+
+// Options configures StartCluster. The zero value gives 3 servers and no
+// client agents with Consul's own timing, from the first image FindImage
+// finds.
+type Options struct {
+	Servers int    // 1..7, default 3
+	Agents  int    // client agents, 0..50
+	Image   string // default: FindImage
+
+	// RunID names the run: containers are "<RunID>-consul-serverN" and
+	// "<RunID>-consul-agentN", and everything is labelled
+	// docker.LabelRun=RunID (see docker.Sweep). Default: "chaoslab-" and
+	// 8 random hex digits.
+	RunID string
+	// LogDir receives serverN.log and agentN.log, each node's output
+	// (appended over restarts and replacements). Default: a new directory
+	// under os.TempDir(). Nothing is removed by Close.
+	LogDir string
+	Logger *slog.Logger // default slog.Default()
+
+	// RaftMultiplier is the servers' performance.raft_multiplier; 0 keeps
+	// Consul's default (5); 1 elects and detects a lost leader 5 times
+	// sooner.
+	RaftMultiplier int
+	// AgentMemoryLimit is every client agent's container memory limit in
+	// bytes from the start (no swap); 0: none. Node.SetMemoryLimit changes
+	// it live.
+	AgentMemoryLimit int64
+	LogLevel         string   // -log-level; "": Consul's default (info)
+	ExtraArgs        []string // more agent flags for every node
+
+	// StartupTimeout bounds the wait for one container to answer (default
+	// DefaultStartupTimeout).
+	StartupTimeout time.Duration
+	// Customizers are applied to every node's container after this
+	// package's own options (e.g. WithCPULimit).
+	Customizers []testcontainers.ContainerCustomizer
+}
+
+func (o Options) withDefaults(ctx context.Context) (Options, error) {
+	if o.Servers == 0 {
+		o.Servers = 3
+	}
+	if o.Servers < 1 || o.Servers > MaxServers {
+		return o, fmt.Errorf("check options: Servers=%d, want 1..%d", o.Servers, MaxServers)
+	}
+	if o.Agents < 0 || o.Agents > MaxAgents {
+		return o, fmt.Errorf("check options: Agents=%d, want 0..%d", o.Agents, MaxAgents)
+	}
+	if o.AgentMemoryLimit < 0 {
+		return o, fmt.Errorf("check options: AgentMemoryLimit=%d is negative", o.AgentMemoryLimit)
+	}
+	if o.RunID == "" {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		o.RunID = "chaoslab-" + hex.EncodeToString(b)
+	}
+	if err := docker.CheckRunID(o.RunID); err != nil {
+		return o, fmt.Errorf("check options: %w", err)
+	}
+	if err := o.nodeConfig(true, 1).Check(); err != nil {
+		return o, fmt.Errorf("check options: %w", err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.StartupTimeout <= 0 {
+		o.StartupTimeout = DefaultStartupTimeout
+	}
+	if o.Image == "" {
+		img, err := FindImage(ctx)
+		if err != nil {
+			return o, err
+		}
+		o.Image = img
+	}
+	return o, nil
+}
+
+// nodeConfig is the command line of server or agent id: servers expect
+// all servers and every node joins all servers by name.
+func (o Options) nodeConfig(server bool, id int) NodeConfig {
+	c := NodeConfig{
+		RetryJoin: ServerNames(o.Servers), LogLevel: o.LogLevel, ExtraArgs: slices.Clone(o.ExtraArgs),
+	}
+	if server {
+		c.Name, c.Server, c.BootstrapExpect, c.RaftMultiplier = ServerName(id), true, o.Servers, o.RaftMultiplier
+	} else {
+		c.Name = AgentName(id)
+	}
+	return c.withDefaults()
+}
+
+// Cluster is a running set of Consul containers started by StartCluster.
+type Cluster struct {
+	opts    Options
+	log     *slog.Logger
+	net     *testcontainers.DockerNetwork
+	servers []*Node // servers[i].ID() == i+1
+	agents  []*Node
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartCluster creates a labelled bridge network for the run and one
+// container per node on it (alias serverN or agentN, name
+// "<RunID>-consul-<node>", HTTP port published on 127.0.0.1), follows each
+// node's output into LogDir/<node>.log, and waits until the servers have a
+// leader that every node names and every node sees every node alive
+// (WaitHealthy). The wait ends with ctx (DefaultStartTimeout if ctx has no
+// deadline). On failure everything created is removed and the error
+// carries the tail of the failing nodes' logs.
+func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultStartTimeout)
+		defer cancel()
+	}
+	if err := docker.Available(ctx); err != nil {
+		return nil, fmt.Errorf("start consul cluster: %w", err)
+	}
+	o, err := o.withDefaults(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start consul cluster: %w", err)
+	}
+	if err := checkImage(ctx, o.Image); err != nil {
+		return nil, fmt.Errorf("start consul cluster: %w", err)
+	}
+	if o.LogDir == "" {
+		if o.LogDir, err = os.MkdirTemp("", "dockerconsul-"+o.RunID+"-"); err != nil {
+			return nil, fmt.Errorf("start consul cluster: create log dir: %w", err)
+		}
+	}
+	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("start consul cluster: create log dir: %w", err)
+	}
+	began := time.Now()
+	c := &Cluster{opts: o, log: o.Logger}
+	for id := 1; id <= o.Servers; id++ {
+		c.servers = append(c.servers, c.newNode(true, id))
+	}
+	for id := 1; id <= o.Agents; id++ {
+		c.agents = append(c.agents, c.newNode(false, id))
+	}
+	c.net, err = network.New(ctx, network.WithLabels(docker.MergeLabels(docker.Labels(o.RunID), map[string]string{docker.LabelComponent: Component})))
+	if err != nil {
+		return nil, fmt.Errorf("start consul cluster: create network: %w", err)
+	}
+	fail := func(err error, bad []*Node) (*Cluster, error) {
+		var tails []string
+		for _, n := range bad {
+			tails = append(tails, n.logTail(25))
+		}
+		if cerr := c.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("clean up: %w", cerr))
+		}
+		if len(tails) > 0 {
+			err = fmt.Errorf("%w\n%s", err, strings.Join(tails, "\n"))
+		}
+		return nil, fmt.Errorf("start consul cluster: %w", err)
+	}
+	c.log.Info("dockerconsul: starting", "run", o.RunID, "servers", o.Servers, "agents", o.Agents, "image", o.Image, "network", c.net.Name, "logs", o.LogDir)
+
+	// Create every node at the same time: each answers on its HTTP port as
+	// soon as it runs, and retries joining the servers every second.
+	nodes := c.Nodes()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			if err := n.create(ctx); err != nil {
+				errs[i] = fmt.Errorf("run %s: %w", n.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	var bad []*Node
+	for i, err := range errs {
+		if err != nil {
+			bad = append(bad, nodes[i])
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fail(err, bad)
+	}
+	if bad, err := c.waitHealthy(ctx); err != nil {
+		return fail(err, bad)
+	}
+	c.log.Info("dockerconsul: healthy", "run", o.RunID, "servers", o.Servers, "agents", o.Agents, "http", strings.Join(c.HTTPAddrs(), ","), "took", time.Since(began).Round(time.Millisecond))
+	return c, nil
+}
+
+func (c *Cluster) newNode(server bool, id int) *Node {
+	cfg := c.opts.nodeConfig(server, id)
+	return &Node{
+		id: id, name: cfg.Name, server: server, cl: c, cfg: cfg,
+		logPath: filepath.Join(c.opts.LogDir, cfg.Name+".log"),
+	}
+}
+
+// nodeOpts are the container options of a node with this command line.
+func (c *Cluster) nodeOpts(cfg NodeConfig) []testcontainers.ContainerCustomizer {
+	o := c.opts
+	opts := []testcontainers.ContainerCustomizer{
+		WithNodeConfig(cfg),
+		WithStartupTimeout(o.StartupTimeout),
+		WithRunID(o.RunID),
+		testcontainers.WithLabels(map[string]string{docker.LabelComponent: Component, docker.LabelMember: cfg.Name}),
+		testcontainers.WithName(ContainerName(o.RunID, cfg.Name)),
+		network.WithNetwork([]string{cfg.Name}, c.net),
+		testcontainers.WithLogger(printfLogger{c.log}),
+	}
+	if !cfg.Server && o.AgentMemoryLimit > 0 {
+		opts = append(opts, WithMemoryLimit(o.AgentMemoryLimit))
+	}
+	return append(opts, o.Customizers...)
+}
+
+// Servers returns the servers; Servers()[i].ID() == i+1.
+func (c *Cluster) Servers() []*Node { return append([]*Node(nil), c.servers...) }
+
+// Agents returns the client agents; Agents()[i].ID() == i+1.
+func (c *Cluster) Agents() []*Node { return append([]*Node(nil), c.agents...) }
+
+// Nodes returns the servers, then the agents.
+func (c *Cluster) Nodes() []*Node {
+	return append(c.Servers(), c.agents...)
+}
+
+// Node returns the node called name ("server1", "agent2"), or nil.
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.Nodes() {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// HTTPAddrs returns every node's HTTP address ("127.0.0.1:port"), servers
+// first, as of now: a restart, replacement or reconnection may change a
+// node's port.
+func (c *Cluster) HTTPAddrs() []string {
+	nodes := c.Nodes()
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.HTTPAddr()
+	}
+	return out
+}
+
+// NewClient returns a Consul API client for the first client agent (the
+// first server if there is none), as applications talk to their local
+// agent.
+func (c *Cluster) NewClient() (*api.Client, error) {
+	n := c.servers[0]
+	if len(c.agents) > 0 {
+		n = c.agents[0]
+	}
+	return n.NewClient()
+}
+
+// RunID is the run the cluster's containers and network are labelled with.
+func (c *Cluster) RunID() string { return c.opts.RunID }
+
+// Network is the name of the run's bridge network.
+func (c *Cluster) Network() string { return c.net.Name }
+
+// LogDir is the folder of the nodes' logs.
+func (c *Cluster) LogDir() string { return c.opts.LogDir }
+
+// Options returns the options the cluster runs with, defaults filled in.
+func (c *Cluster) Options() Options { return c.opts }
+
+// closeTimeout bounds Close.
+const closeTimeout = 2 * time.Minute
+
+// Close removes every node's container (thawed first if paused; SIGKILL,
+// with its anonymous volumes) and the network, waits until the log copies
+// have ended and joins the errors; it always tries everything. The log
+// folder is kept. Close is idempotent and stops Restart and Replace from
+// starting anything again.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		nodes := c.Nodes()
+		errs := make([]error, len(nodes)+1)
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() {
+				if err := n.remove(ctx); err != nil {
+					errs[i] = fmt.Errorf("remove %s: %w", n.name, err)
+				}
+			})
+		}
+		wg.Wait()
+		if c.net != nil {
+			if err := c.net.Remove(ctx); err != nil && !docker.IsNotFound(err) {
+				errs[len(nodes)] = fmt.Errorf("remove network %s: %w", c.net.Name, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			c.closeErr = fmt.Errorf("close consul cluster: %w", err)
+		}
+		c.log.Info("dockerconsul: closed", "run", c.opts.RunID, "err", c.closeErr)
+	})
+	return c.closeErr
+}
+
+// removeByName force-removes a container by name; a missing one is fine.
+func removeByName(ctx context.Context, name string) error {
+	cli, err := docker.Client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !docker.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// printfLogger sends testcontainers-go's messages to a slog.Logger at
+// debug level.
+type printfLogger struct{ l *slog.Logger }
+
+func (p printfLogger) Printf(format string, args ...any) {
+	p.l.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "testcontainers")
+}
