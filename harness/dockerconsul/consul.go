@@ -218,7 +218,7 @@ func (c NodeConfig) Check() error {
 
 // Container is one Consul agent container started by Run.
 type Container struct {
-	testcontainers.Container
+	*docker.Container
 	settings options
 }
 
@@ -303,7 +303,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		}
 	}
 	if !settings.pull {
-		if err := checkImage(ctx, img); err != nil {
+		if err := docker.CheckImage(ctx, img); err != nil {
 			return nil, fmt.Errorf("run consul: %w", err)
 		}
 	}
@@ -313,7 +313,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		ready = WaitForLeader().WithStartupTimeout(settings.startupTimeout)
 	}
 	moduleOpts := []testcontainers.ContainerCustomizer{
-		publishPorts(HTTPPort),
+		docker.PublishPorts(HTTPPort),
 		testcontainers.WithEntrypoint(Binary),
 		testcontainers.WithCmd(cfg.Args()...),
 		testcontainers.WithLabels(docker.MergeLabels(docker.Labels(""), map[string]string{docker.LabelComponent: Component})),
@@ -324,7 +324,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	ctr, err := testcontainers.Run(ctx, img, moduleOpts...)
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr, settings: settings}
+		c = &Container{Container: &docker.Container{Container: ctr}, settings: settings}
 	}
 	if err != nil {
 		return c, fmt.Errorf("run consul: %w", err)
@@ -340,7 +340,7 @@ func (c *Container) Config() NodeConfig { return c.settings.cfg }
 
 // HTTPAddress returns "127.0.0.1:<host port>" of the HTTP API.
 func (c *Container) HTTPAddress(ctx context.Context) (string, error) {
-	return hostAddress(ctx, c, HTTPPort)
+	return docker.HostAddress(ctx, c, HTTPPort)
 }
 
 // Leader asks the agent for the raft leader's address ("ip:8300"; ""

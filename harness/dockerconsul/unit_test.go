@@ -105,7 +105,7 @@ func TestOptionsAreCustomizers(t *testing.T) {
 
 func TestPublishPortsOnLoopbackOnly(t *testing.T) {
 	req := testcontainers.GenericContainerRequest{}
-	require.NoError(t, publishPorts(HTTPPort)(&req))
+	require.NoError(t, docker.PublishPorts(HTTPPort)(&req))
 	require.Equal(t, []string{HTTPPort}, req.ExposedPorts)
 	require.NotNil(t, req.HostConfigModifier)
 }

@@ -140,7 +140,7 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
-	if err := checkImage(ctx, o.Image); err != nil {
+	if err := docker.CheckImage(ctx, o.Image); err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
 	if o.LogDir == "" {

@@ -236,7 +236,7 @@ func (c MemberConfig) Check() error {
 
 // Container is one etcd member container started by Run.
 type Container struct {
-	testcontainers.Container
+	*docker.Container
 	settings options
 }
 
@@ -320,7 +320,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		}
 	}
 	if !settings.pull {
-		if err := checkImage(ctx, img); err != nil {
+		if err := docker.CheckImage(ctx, img); err != nil {
 			return nil, fmt.Errorf("run etcd: %w", err)
 		}
 	}
@@ -330,7 +330,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 		ready = WaitForHealthy().WithStartupTimeout(settings.startupTimeout)
 	}
 	moduleOpts := []testcontainers.ContainerCustomizer{
-		publishPorts(ClientPort, MetricsPort),
+		docker.PublishPorts(ClientPort, MetricsPort),
 		testcontainers.WithEntrypoint(Binary),
 		testcontainers.WithCmd(cfg.Args()...),
 		testcontainers.WithConfigModifier(func(c *container.Config) { c.Hostname = cfg.Name }),
@@ -342,7 +342,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	ctr, err := testcontainers.Run(ctx, img, moduleOpts...)
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr, settings: settings}
+		c = &Container{Container: &docker.Container{Container: ctr}, settings: settings}
 	}
 	if err != nil {
 		return c, fmt.Errorf("run etcd: %w", err)
@@ -358,13 +358,13 @@ func (c *Container) Config() MemberConfig { return c.settings.cfg }
 
 // ClientAddress returns "127.0.0.1:<host port>" of the client port.
 func (c *Container) ClientAddress(ctx context.Context) (string, error) {
-	return hostAddress(ctx, c, ClientPort)
+	return docker.HostAddress(ctx, c, ClientPort)
 }
 
 // MetricsAddress returns "127.0.0.1:<host port>" of the metrics port
 // (/metrics, /health; served before the member has joined a quorum).
 func (c *Container) MetricsAddress(ctx context.Context) (string, error) {
-	return hostAddress(ctx, c, MetricsPort)
+	return docker.HostAddress(ctx, c, MetricsPort)
 }
 
 // Health asks GET /health on the client port (deadline from ctx, or

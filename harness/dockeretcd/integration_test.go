@@ -286,7 +286,7 @@ func TestIntegration_Cluster(t *testing.T) {
 		l, err := cl.Leader(ctx)
 		require.NoError(t, err)
 		require.NoError(t, faults.CPUThrottle{Cores: 0.2}.Inject(ctx, l, time.Second))
-		n, err := hostCPUs(ctx)
+		n, err := docker.HostCPUs(ctx)
 		require.NoError(t, err)
 		require.Equal(t, fmt.Sprint(n*1e9), inspect(t, "{{.HostConfig.NanoCpus}}", l.ContainerName()))
 		require.NoError(t, l.SetMemoryLimit(512<<20))

@@ -131,7 +131,7 @@ func TestOptionsAreCustomizers(t *testing.T) {
 
 func TestPublishPortsOnLoopbackOnly(t *testing.T) {
 	req := testcontainers.GenericContainerRequest{}
-	require.NoError(t, publishPorts(ClientPort, MetricsPort)(&req))
+	require.NoError(t, docker.PublishPorts(ClientPort, MetricsPort)(&req))
 	require.ElementsMatch(t, []string{ClientPort, MetricsPort}, req.ExposedPorts)
 	require.NotNil(t, req.HostConfigModifier)
 }

@@ -216,7 +216,7 @@ func TestIntegration_Ensemble(t *testing.T) {
 		require.InDelta(t, 0.1, cores, 1e-9)
 		require.NoError(t, <-done)
 		// Restored: the engine cannot unset a CPU limit, so "none" is all CPUs.
-		n, err := hostCPUs(ctx)
+		n, err := docker.HostCPUs(ctx)
 		require.NoError(t, err)
 		require.Equal(t, strconv.Itoa(n*1e9), inspect(t, "{{.HostConfig.NanoCpus}}", name))
 		t.Logf("TIMING healthy after cpu-throttle: %v", healthy(t, "after cpu-throttle").Round(time.Millisecond))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 // The faults a Member supports beyond faults.Target.
@@ -209,7 +210,7 @@ func (m *Member) FourLetter(ctx context.Context, cmd string) (string, error) {
 	if addr == "" {
 		return "", fmt.Errorf("ask %s: %w", m.name, ErrNotRunning)
 	}
-	out, err := fourLetter(ctx, addr, cmd)
+	out, err := zkcheck.FourLetter(ctx, addr, cmd)
 	if err != nil {
 		return "", fmt.Errorf("ask %s: %w", m.name, err)
 	}
@@ -224,7 +225,7 @@ func (m *Member) Mntr(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mntr %s: %w", m.name, err)
 	}
-	kv, err := parseMntr(out)
+	kv, err := zkcheck.ParseMntr(out)
 	if err != nil {
 		return nil, fmt.Errorf("mntr %s: %w", m.name, err)
 	}
@@ -487,7 +488,7 @@ func (m *Member) waitServing(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, DefaultProbeTimeout)
 		zs, err := m.ServerState(pctx)
 		cancel()
-		if err == nil && serving(zs) {
+		if err == nil && zkcheck.Serving(zs) {
 			return nil
 		}
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 func TestServersValue(t *testing.T) {
@@ -86,13 +87,13 @@ func TestOptionsAreCustomizers(t *testing.T) {
 }
 
 func TestParseMntr(t *testing.T) {
-	kv, err := parseMntr("zk_version\t3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\nzk_server_state\tfollower\n")
+	kv, err := zkcheck.ParseMntr("zk_version\t3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\nzk_server_state\tfollower\n")
 	require.NoError(t, err)
 	require.Equal(t, "follower", kv["zk_server_state"])
 	require.Equal(t, "3.8.0-${mvngit.commit.id}", versionOf(kv))
-	_, err = parseMntr("This ZooKeeper instance is not currently serving requests\n")
+	_, err = zkcheck.ParseMntr("This ZooKeeper instance is not currently serving requests\n")
 	require.ErrorIs(t, err, ErrNotServing)
-	_, err = parseMntr("")
+	_, err = zkcheck.ParseMntr("")
 	require.ErrorContains(t, err, "empty answer")
 }
 
@@ -103,7 +104,7 @@ func TestHealthRules(t *testing.T) {
 	}
 	m := e.members
 	st := func(i int, state string) status {
-		return status{m: m[i], running: true, state: state, kv: map[string]string{"zk_server_state": state}}
+		return status{M: m[i], Running: true, State: state, KV: map[string]string{"zk_server_state": state}}
 	}
 	l, bad, prob := health([]status{st(0, StateFollower), st(1, StateLeader), st(2, StateFollower)})
 	require.Equal(t, m[1], l)
@@ -117,24 +118,24 @@ func TestHealthRules(t *testing.T) {
 
 	// A paused member is not healthy; a stopped one does not count.
 	p := st(2, "")
-	p.paused = true
+	p.Paused = true
 	_, bad, prob = health([]status{st(0, StateLeader), st(1, StateFollower), p})
 	require.Equal(t, []*Member{m[2]}, bad)
 	require.Contains(t, prob, "zk3=paused")
-	stopped := status{m: m[2]}
+	stopped := status{M: m[2]}
 	l, _, prob = health([]status{st(0, StateLeader), st(1, StateFollower), stopped})
 	require.Equal(t, m[0], l)
 	require.Empty(t, prob)
 
 	// A disconnected member does not answer.
 	d := st(2, "")
-	d.err = errors.New("dial: connection refused")
+	d.Err = errors.New("dial: connection refused")
 	_, bad, _ = health([]status{st(0, StateLeader), st(1, StateFollower), d})
 	require.Equal(t, []*Member{m[2]}, bad)
 
 	// The leader must count every follower as synced.
 	ls := st(0, StateLeader)
-	ls.kv["zk_synced_followers"] = "1"
+	ls.KV["zk_synced_followers"] = "1"
 	_, bad, prob = health([]status{ls, st(1, StateFollower), st(2, StateFollower)})
 	require.Equal(t, []*Member{m[0]}, bad)
 	require.Contains(t, prob, "1 synced followers, 2 members follow")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/testcontainers/testcontainers-go/wait"
+
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 // FourLetterStrategy waits until the server behind the published client
@@ -43,8 +45,8 @@ func WaitForServing() *FourLetterStrategy {
 	return &FourLetterStrategy{
 		cmd: "mntr", desc: "mntr reports a serving state", timeout: DefaultStartupTimeout, poll: 200 * time.Millisecond,
 		ok: func(s string) bool {
-			kv, err := parseMntr(s)
-			return err == nil && serving(kv["zk_server_state"])
+			kv, err := zkcheck.ParseMntr(s)
+			return err == nil && zkcheck.Serving(kv["zk_server_state"])
 		},
 	}
 }
@@ -89,7 +91,7 @@ func (s *FourLetterStrategy) WaitUntilReady(ctx context.Context, target wait.Str
 			last = err.Error()
 		} else {
 			pctx, pcancel := context.WithTimeout(ctx, DefaultProbeTimeout)
-			out, err := fourLetter(pctx, net.JoinHostPort(loopback, p.Port()), s.cmd)
+			out, err := zkcheck.FourLetter(pctx, net.JoinHostPort(loopback, p.Port()), s.cmd)
 			pcancel()
 			switch {
 			case err != nil:
@@ -97,7 +99,7 @@ func (s *FourLetterStrategy) WaitUntilReady(ctx context.Context, target wait.Str
 			case s.ok(out):
 				return nil
 			default:
-				last = fmt.Sprintf("answer %q", truncate(strings.TrimSpace(out), 120))
+				last = fmt.Sprintf("answer %q", zkcheck.Truncate(strings.TrimSpace(out), 120))
 			}
 		}
 		select {

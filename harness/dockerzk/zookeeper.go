@@ -22,7 +22,6 @@ package dockerzk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -34,10 +33,10 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	mobynet "github.com/moby/moby/api/types/network"
-	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 // Images.
@@ -56,7 +55,7 @@ const (
 const ClientPort = "2181/tcp"
 
 // loopback is the only host address ports are published on and dialled.
-const loopback = "127.0.0.1"
+const loopback = docker.Loopback
 
 // Component is the value of docker.LabelComponent on the containers.
 const Component = "zookeeper"
@@ -155,7 +154,7 @@ func EnvList(env map[string]string) []string {
 
 // Container is one ZooKeeper server container started by Run.
 type Container struct {
-	testcontainers.Container
+	*docker.Container
 	settings options
 }
 
@@ -245,35 +244,23 @@ func WithMaxClientCnxns(n int) testcontainers.CustomizeRequestOption {
 
 // WithRunID labels the container as part of run runID (docker.LabelRun).
 func WithRunID(runID string) testcontainers.CustomizeRequestOption {
-	return func(req *testcontainers.GenericContainerRequest) error {
-		if err := docker.CheckRunID(runID); err != nil {
-			return err
-		}
-		return testcontainers.WithLabels(docker.Labels(runID))(req)
-	}
+	return docker.WithRunID(runID)
 }
 
 // WithMemoryLimit sets the container's memory limit (and memory+swap to
 // the same, so no swap) in bytes.
 func WithMemoryLimit(bytes int64) testcontainers.CustomizeRequestOption {
-	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-		hc.Memory = bytes
-		hc.MemorySwap = bytes
-	})
+	return docker.WithMemoryLimit(bytes)
 }
 
 // WithCPULimit limits the container to cores CPUs (docker run --cpus).
 func WithCPULimit(cores float64) testcontainers.CustomizeRequestOption {
-	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-		hc.NanoCPUs = int64(cores * 1e9)
-	})
+	return docker.WithCPULimit(cores)
 }
 
 // WithPidsLimit limits the number of tasks in the container.
 func WithPidsLimit(n int64) testcontainers.CustomizeRequestOption {
-	return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-		hc.PidsLimit = &n
-	})
+	return docker.WithPidsLimit(n)
 }
 
 // publishClientPort binds the client port to 127.0.0.1 only, on a port the
@@ -329,7 +316,7 @@ func Run(ctx context.Context, img string, opts ...testcontainers.ContainerCustom
 	ctr, err := testcontainers.Run(ctx, img, moduleOpts...)
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr, settings: settings}
+		c = &Container{Container: &docker.Container{Container: ctr}, settings: settings}
 	}
 	if err != nil {
 		return c, fmt.Errorf("run zookeeper: %w", err)
@@ -357,7 +344,7 @@ func (c *Container) FourLetter(ctx context.Context, cmd string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("ask %s: %w", cmd, err)
 	}
-	out, err := fourLetter(ctx, addr, cmd)
+	out, err := zkcheck.FourLetter(ctx, addr, cmd)
 	if err != nil {
 		return "", fmt.Errorf("ask %s: %w", cmd, err)
 	}
@@ -371,219 +358,17 @@ func (c *Container) Mntr(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mntr: %w", err)
 	}
-	kv, err := parseMntr(out)
+	kv, err := zkcheck.ParseMntr(out)
 	if err != nil {
 		return nil, fmt.Errorf("mntr: %w", err)
 	}
 	return kv, nil
 }
 
-// State is a container's state as the engine reports it.
-type State struct {
-	Status     string // created, running, paused, restarting, removing, exited, dead
-	Running    bool   // true while paused too
-	Paused     bool
-	OOMKilled  bool // the kernel's OOM killer killed a process of the container
-	Dead       bool
-	ExitCode   int // 137 after SIGKILL (an OOM kill included)
-	Error      string
-	Pid        int
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-func stateOf(s *container.State) State {
-	if s == nil {
-		return State{}
-	}
-	out := State{
-		Status: string(s.Status), Running: s.Running, Paused: s.Paused, OOMKilled: s.OOMKilled,
-		Dead: s.Dead, ExitCode: s.ExitCode, Error: s.Error, Pid: s.Pid,
-	}
-	out.StartedAt, _ = time.Parse(time.RFC3339Nano, s.StartedAt)
-	out.FinishedAt, _ = time.Parse(time.RFC3339Nano, s.FinishedAt)
-	return out
-}
-
-// RunState returns the container's state (running, paused, OOM killed,
-// exit code). (State is taken by testcontainers.Container.)
-func (c *Container) RunState(ctx context.Context) (State, error) {
-	ins, err := c.Inspect(ctx)
-	if err != nil {
-		return State{}, fmt.Errorf("inspect container: %w", err)
-	}
-	return stateOf(ins.State), nil
-}
-
-// Pause freezes every process of the container (docker pause: the freezer
-// cgroup). The published port still accepts connections; nothing answers.
-func (c *Container) Pause(ctx context.Context) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return fmt.Errorf("pause container: %w", err)
-	}
-	if _, err := cli.ContainerPause(ctx, c.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("pause container: %w", err)
-	}
-	return nil
-}
-
-// Unpause thaws a paused container.
-func (c *Container) Unpause(ctx context.Context) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return fmt.Errorf("unpause container: %w", err)
-	}
-	if _, err := cli.ContainerUnpause(ctx, c.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
-		return fmt.Errorf("unpause container: %w", err)
-	}
-	return nil
-}
-
-// killWait bounds how long Kill waits for the container to stop.
-const killWait = 30 * time.Second
-
-// Kill sends SIGKILL to the container (thawing it first if paused) and
-// waits until the engine reports it stopped.
-func (c *Container) Kill(ctx context.Context) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return fmt.Errorf("kill container: %w", err)
-	}
-	id := c.GetContainerID()
-	if st, err := c.RunState(ctx); err == nil && st.Paused {
-		_, _ = cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
-	}
-	if _, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("kill container: %w", err)
-	}
-	deadline := time.Now().Add(killWait)
-	for {
-		st, err := c.RunState(ctx)
-		if err != nil {
-			return fmt.Errorf("kill container: %w", err)
-		}
-		if !st.Running {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("kill container: still running %v after SIGKILL", killWait)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kill container: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// update changes the container's resources live (docker update).
-func (c *Container) update(ctx context.Context, r container.Resources) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = cli.ContainerUpdate(ctx, c.GetContainerID(), client.ContainerUpdateOptions{Resources: &r})
-	return err
-}
-
-// hostCPUs is the number of CPUs the engine reports.
-func hostCPUs(ctx context.Context) (int, error) {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return 0, err
-	}
-	info, err := cli.Info(ctx, client.InfoOptions{})
-	if err != nil {
-		return 0, err
-	}
-	if info.Info.NCPU <= 0 {
-		return 0, errors.New("engine reports no CPUs")
-	}
-	return info.Info.NCPU, nil
-}
-
-// LimitCPU limits the live container to cores CPUs (docker update --cpus).
-// cores <= 0 lifts the limit: the engine cannot unset a CPU limit once set
-// (NanoCpus 0 means "no change"), so the limit becomes all of the engine's
-// CPUs, which is no limit.
-func (c *Container) LimitCPU(ctx context.Context, cores float64) error {
-	nano := int64(cores * 1e9)
-	if cores <= 0 {
-		n, err := hostCPUs(ctx)
-		if err != nil {
-			return fmt.Errorf("limit cpu: %w", err)
-		}
-		nano = int64(n) * 1e9
-	}
-	if err := c.update(ctx, container.Resources{NanoCPUs: nano}); err != nil {
-		return fmt.Errorf("limit cpu to %.2f cores: %w", cores, err)
-	}
-	return nil
-}
-
-// CPULimit returns the container's CPU limit in cores (0: none).
-func (c *Container) CPULimit(ctx context.Context) (float64, error) {
-	ins, err := c.Inspect(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read cpu limit: %w", err)
-	}
-	if ins.HostConfig == nil {
-		return 0, nil
-	}
-	return float64(ins.HostConfig.NanoCPUs) / 1e9, nil
-}
-
-// SetMemoryLimit sets the live container's memory limit (and memory+swap,
-// so no swap) in bytes. With cgroup v1 a limit below the current usage is
-// refused by the kernel (EBUSY) rather than OOM-killing; with cgroup v2 the
-// kernel reclaims and OOM-kills.
-func (c *Container) SetMemoryLimit(ctx context.Context, bytes int64) error {
-	if bytes <= 0 {
-		return fmt.Errorf("set memory limit: %d bytes: must be positive", bytes)
-	}
-	if err := c.update(ctx, container.Resources{Memory: bytes, MemorySwap: bytes}); err != nil {
-		return fmt.Errorf("set memory limit to %d bytes: %w", bytes, err)
-	}
-	return nil
-}
-
-// SetPidsLimit sets the live container's pids limit; n <= 0 lifts it.
-func (c *Container) SetPidsLimit(ctx context.Context, n int64) error {
-	if n <= 0 {
-		n = -1
-	}
-	if err := c.update(ctx, container.Resources{PidsLimit: &n}); err != nil {
-		return fmt.Errorf("set pids limit to %d: %w", n, err)
-	}
-	return nil
-}
-
-// Disconnect takes the container off the network (name or ID). With no
-// other network it then has no address at all: peers and the published
-// port both stop reaching it.
-func (c *Container) Disconnect(ctx context.Context, network string) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return fmt.Errorf("disconnect from %s: %w", network, err)
-	}
-	if _, err := cli.NetworkDisconnect(ctx, network, client.NetworkDisconnectOptions{Container: c.GetContainerID(), Force: true}); err != nil {
-		return fmt.Errorf("disconnect from %s: %w", network, err)
-	}
-	return nil
-}
+// State is a container's state as the engine reports it (docker.State).
+type State = docker.State
 
 // Connect attaches the container to the network with the aliases.
 func (c *Container) Connect(ctx context.Context, network string, aliases ...string) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", network, err)
-	}
-	if _, err := cli.NetworkConnect(ctx, network, client.NetworkConnectOptions{
-		Container:      c.GetContainerID(),
-		EndpointConfig: &mobynet.EndpointSettings{Aliases: aliases},
-	}); err != nil {
-		return fmt.Errorf("connect to %s: %w", network, err)
-	}
-	return nil
+	return c.Container.Connect(ctx, network, netip.Addr{}, aliases...)
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 // tWriter sends log output to t.Log until the test's cleanup has run.
@@ -103,3 +105,11 @@ func procsWithArg(s string) []int {
 	}
 	return out
 }
+
+// The health rules are in harness/zkcheck; these apply them to members of
+// this package.
+type status = zkcheck.Status[*Member]
+
+func health(sts []status) (*Member, []*Member, string) { return (&Ensemble{}).check().Health(sts) }
+
+func leaderOf(sts []status) (*Member, error) { return (&Ensemble{}).check().LeaderOf(sts) }

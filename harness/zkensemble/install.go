@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 // aptPackages provide java and the jars of DefaultClasspath (and nc, which
@@ -128,7 +130,7 @@ func Version(ctx context.Context, o Options) (string, error) {
 		if m := versionRE.FindSubmatch(out); m != nil {
 			return string(m[1]), nil
 		}
-		err = fmt.Errorf("no version in %q", truncate(string(out), 200))
+		err = fmt.Errorf("no version in %q", zkcheck.Truncate(string(out), 200))
 	}
 	dpkg, derr := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${Version}", "libzookeeper-java").Output()
 	if derr == nil && len(bytes.TrimSpace(dpkg)) > 0 {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 // ErrNotRunning is returned when a member has no live process of ours.
@@ -288,7 +290,7 @@ func (m *Member) exitedErr() (bool, error) {
 // to the member's client port and returns the answer. The deadline comes
 // from ctx, or DefaultProbeTimeout if ctx has none.
 func (m *Member) FourLetter(ctx context.Context, cmd string) (string, error) {
-	out, err := fourLetter(ctx, m.ClientAddr, cmd)
+	out, err := zkcheck.FourLetter(ctx, m.ClientAddr, cmd)
 	if err != nil {
 		return "", fmt.Errorf("ask %s: %w", m.Name, err)
 	}
@@ -299,11 +301,11 @@ func (m *Member) FourLetter(ctx context.Context, cmd string) (string, error) {
 // zk_version, zk_outstanding_requests, ...). A server that answers but does
 // not serve gives an error wrapping ErrNotServing.
 func (m *Member) Mntr(ctx context.Context) (map[string]string, error) {
-	out, err := fourLetter(ctx, m.ClientAddr, "mntr")
+	out, err := zkcheck.FourLetter(ctx, m.ClientAddr, "mntr")
 	if err != nil {
 		return nil, fmt.Errorf("mntr %s: %w", m.Name, err)
 	}
-	kv, err := parseMntr(out)
+	kv, err := zkcheck.ParseMntr(out)
 	if err != nil {
 		return nil, fmt.Errorf("mntr %s: %w", m.Name, err)
 	}
@@ -346,7 +348,7 @@ func (m *Member) waitServing(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, DefaultProbeTimeout)
 		st, err := m.State(pctx)
 		cancel()
-		if err == nil && serving(st) {
+		if err == nil && zkcheck.Serving(st) {
 			return nil
 		}
 		if err == nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
 func TestRenderConfigEnsemble(t *testing.T) {
@@ -80,24 +82,24 @@ const mntrLeader = "zk_version\t3.8.0-${mvngit.commit.id}, built on 2024-12-29 1
 	"zk_pending_syncs\t0\n"
 
 func TestParseMntr(t *testing.T) {
-	kv, err := parseMntr(mntrLeader)
+	kv, err := zkcheck.ParseMntr(mntrLeader)
 	require.NoError(t, err)
 	require.Equal(t, "leader", kv["zk_server_state"])
 	require.Equal(t, "3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC", kv["zk_version"])
 	require.Equal(t, "2", kv["zk_synced_followers"])
 	require.Equal(t, "0.0", kv["zk_avg_latency"])
 
-	kv, err = parseMntr("zk_server_state follower\r\nzk_outstanding_requests   3\r\n\r\n")
+	kv, err = zkcheck.ParseMntr("zk_server_state follower\r\nzk_outstanding_requests   3\r\n\r\n")
 	require.NoError(t, err)
 	require.Equal(t, "follower", kv["zk_server_state"])
 	require.Equal(t, "3", kv["zk_outstanding_requests"])
 
-	_, err = parseMntr("This ZooKeeper instance is not currently serving requests\n")
+	_, err = zkcheck.ParseMntr("This ZooKeeper instance is not currently serving requests\n")
 	require.ErrorIs(t, err, ErrNotServing)
 
-	_, err = parseMntr("")
+	_, err = zkcheck.ParseMntr("")
 	require.ErrorContains(t, err, "empty answer")
-	_, err = parseMntr("mntr is not executed because it is not in the whitelist.\n")
+	_, err = zkcheck.ParseMntr("mntr is not executed because it is not in the whitelist.\n")
 	require.ErrorContains(t, err, "no zk_server_state")
 }
 
@@ -197,7 +199,7 @@ func TestOptionsDefaults(t *testing.T) {
 func TestHealth(t *testing.T) {
 	m1, m2, m3 := &Member{ID: 1, Name: "zk1"}, &Member{ID: 2, Name: "zk2"}, &Member{ID: 3, Name: "zk3"}
 	st := func(m *Member, state string) status {
-		return status{m: m, running: true, state: state, kv: map[string]string{"zk_server_state": state}}
+		return status{M: m, Running: true, State: state, KV: map[string]string{"zk_server_state": state}}
 	}
 
 	l, bad, prob := health([]status{st(m1, "follower"), st(m2, "leader"), st(m3, "follower")})
@@ -206,7 +208,7 @@ func TestHealth(t *testing.T) {
 	require.Empty(t, prob)
 
 	paused := st(m2, "")
-	paused.paused = true
+	paused.Paused = true
 	_, bad, prob = health([]status{st(m1, "leader"), paused, st(m3, "follower")})
 	require.Equal(t, []*Member{m2}, bad)
 	require.Contains(t, prob, "zk2=paused")
@@ -215,25 +217,25 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, []*Member{m1, m3}, bad)
 	require.Contains(t, prob, "two leaders zk1 and zk3")
 
-	notServing := status{m: m3, running: true, err: errors.Join(ErrNotServing)}
+	notServing := status{M: m3, Running: true, Err: errors.Join(ErrNotServing)}
 	_, bad, prob = health([]status{st(m1, "leader"), st(m2, "follower"), notServing})
 	require.Equal(t, []*Member{m3}, bad)
 	require.Contains(t, prob, "zk3=not serving")
 
 	// A killed member does not count; the leader must count its followers.
 	lead := st(m1, "leader")
-	lead.kv["zk_synced_followers"] = "0"
-	_, bad, prob = health([]status{lead, st(m2, "follower"), {m: m3}})
+	lead.KV["zk_synced_followers"] = "0"
+	_, bad, prob = health([]status{lead, st(m2, "follower"), {M: m3}})
 	require.Equal(t, []*Member{m1}, bad)
 	require.Contains(t, prob, "0 synced followers")
-	lead.kv["zk_synced_followers"] = "1"
-	l, _, prob = health([]status{lead, st(m2, "follower"), {m: m3}})
+	lead.KV["zk_synced_followers"] = "1"
+	l, _, prob = health([]status{lead, st(m2, "follower"), {M: m3}})
 	require.Equal(t, m1, l)
 	require.Empty(t, prob)
 
 	_, _, prob = health([]status{st(m1, "follower"), st(m2, "follower")})
 	require.Contains(t, prob, "no leader")
-	_, _, prob = health([]status{{m: m1}})
+	_, _, prob = health([]status{{M: m1}})
 	require.Equal(t, "no member running", prob)
 
 	l, err := leaderOf([]status{st(m1, "standalone")})
