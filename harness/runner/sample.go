@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -155,4 +154,3 @@ func javaVersion() (string, error) {
 	return strings.TrimSpace(line), nil
 }
 
-var _ = slog.Default

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -315,7 +314,6 @@ func (q quietLogger) Printf(format string, args ...any) {
 	q.l.Debug(fmt.Sprintf(format, args...), "component", "harness-zk-client")
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // freshClients counts the clients whose latest sample shows a loaded,
 // fresh mirror.
