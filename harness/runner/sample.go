@@ -153,4 +153,3 @@ func javaVersion() (string, error) {
 	line, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(line), nil
 }
-

@@ -314,7 +314,6 @@ func (q quietLogger) Printf(format string, args ...any) {
 	q.l.Debug(fmt.Sprintf(format, args...), "component", "harness-zk-client")
 }
 
-
 // freshClients counts the clients whose latest sample shows a loaded,
 // fresh mirror.
 func freshClients(clients []*client, wlog []zkmirror.Write, w scenarios.Workload) (fresh, total int) {
