@@ -29,6 +29,10 @@ type seriesSpec struct {
 // keySeries are charted first, in this order; any other series name found
 // in the report follows, with a generic title.
 var keySeries = []seriesSpec{
+	{"fleet.routing_success", "Routing requests answered with a route, share per second", "share"},
+	{"server.threads", "OS threads per front-end server (/proc), against the thread limit", "threads"},
+	{"fleet.servers_routing", "Front-end servers routing (complete shard-map)", "servers"},
+	{"server.routing_success", "Routing success per front-end server, share per second", "share"},
 	{"server.outstanding_requests", "Outstanding requests at each server", "requests"},
 	{"client.pending", "Requests in flight + queued per client", "requests"},
 	{"client.rss_mb", "Client RSS (MiB)", "MiB"},
@@ -90,7 +94,9 @@ type chartRow struct {
 	Cells      []chartCell
 	Legend     []legendItem // empty when there are too many lines
 	LegendNote string       // "one line per client (16 clients)"
-	Marks      []string     // what else is drawn: "fault" windows, memory "limit", "oom" kills
+	Marks      []string     // what else is drawn: "fault" windows, a "limit", "oom" kills (or other crossed events)
+	LimitLabel string       // what the limit line is, for the legend
+	MarkLabel  string       // what a cross is, for the legend
 }
 
 type chartCell struct {
@@ -202,7 +208,6 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		row.LegendNote = fmt.Sprintf("one line per %s (%d %ss)", sourceKind(sources), len(sources), sourceKind(sources))
 	}
 
-	isRSS := spec.Name == "client.rss_mb"
 
 	// Shared axes: x from 0 to the longest variant, y over every finite
 	// sample (and the memory limit on the RSS chart).
@@ -241,11 +246,11 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		if len(v.Faults) > 0 {
 			anyFaults = true
 		}
-		if isRSS && v.MemoryLimitMB() > 0 {
+		if lim, _, ok := chartLimit(v, spec.Name); ok {
 			anyLimit = true
-			ymax = math.Max(ymax, float64(v.MemoryLimitMB()))
+			ymax = math.Max(ymax, lim)
 		}
-		if isRSS && len(oomEvents(v)) > 0 {
+		if len(markEvents(v, spec.Name)) > 0 {
 			anyOOM = true
 		}
 	}
@@ -267,9 +272,17 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 	}
 	if anyLimit {
 		row.Marks = append(row.Marks, "limit")
+		row.LimitLabel = "memory limit"
+		if spec.Name == "server.threads" {
+			row.LimitLabel = "thread limit (pids.max)"
+		}
 	}
 	if anyOOM {
 		row.Marks = append(row.Marks, "oom")
+		row.MarkLabel = "OOM kill"
+		if spec.Name == "server.threads" {
+			row.MarkLabel = "server failed at the thread limit"
+		}
 	}
 
 	for _, v := range r.Variants {
@@ -279,7 +292,7 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		cell := chartCell{Variant: v.Name, Verdict: verdictWord(v.Verdict), Class: verdictClass(v.Verdict)}
 		if hasSeries(v, spec.Name) {
 			ax := axes{xmin: 0, xmax: xmax, ymin: ymin, ymax: ymax, integer: integral}
-			svg, err := renderChart(v, spec, row.Unit, colors, len(sources), ax, isRSS)
+			svg, err := renderChart(v, spec, row.Unit, colors, len(sources), ax)
 			if err != nil {
 				return row, fmt.Errorf("variant %s: %w", v.Name, err)
 			}
@@ -297,6 +310,40 @@ func hasSeries(v *VariantResult, name string) bool {
 		}
 	}
 	return false
+}
+
+// chartLimit is the limit drawn across a chart: the memory limit on the
+// client RSS chart, the thread limit (pids.max) on the threads chart.
+func chartLimit(v *VariantResult, series string) (float64, string, bool) {
+	switch series {
+	case "client.rss_mb":
+		if v.MemoryLimitMB() > 0 {
+			return float64(v.MemoryLimitMB()), fmt.Sprintf("memory limit %d MiB", v.MemoryLimitMB()), true
+		}
+	case "server.threads":
+		if l := v.Workload.Fleet.ThreadLimit; l > 0 {
+			return float64(l), fmt.Sprintf("thread limit %d (pids.max)", l), true
+		}
+	}
+	return 0, "", false
+}
+
+// markEvents are the events crossed on a chart: OOM kills on the RSS
+// chart, thread-limit aborts on the threads chart.
+func markEvents(v *VariantResult, series string) []Event {
+	switch series {
+	case "client.rss_mb":
+		return oomEvents(v)
+	case "server.threads":
+		var out []Event
+		for _, e := range v.Events {
+			if e.Kind == "thread-limit" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func oomEvents(v *VariantResult) []Event {
@@ -339,7 +386,7 @@ type axes struct {
 }
 
 func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[string]color.NRGBA, nLines int,
-	ax axes, isRSS bool) (svg string, err error) {
+	ax axes) (svg string, err error) {
 	ymin, ymax := ax.ymin, ax.ymax
 	defer func() {
 		if p := recover(); p != nil { // gonum/plot panics on impossible geometry
@@ -409,16 +456,17 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 		}
 	}
 
-	if isRSS && v.MemoryLimitMB() > 0 {
-		p.Add(&hLine{y: float64(v.MemoryLimitMB()), label: fmt.Sprintf("memory limit %d MiB", v.MemoryLimitMB()), style: p.X.Tick.Label})
+	lim, limLabel, hasLimit := chartLimit(v, spec.Name)
+	if hasLimit {
+		p.Add(&hLine{y: lim, label: limLabel, style: p.X.Tick.Label})
 	}
-	if isRSS {
+	if marks := markEvents(v, spec.Name); len(marks) > 0 {
 		var xs, ys []float64
-		for _, e := range oomEvents(v) {
+		for _, e := range marks {
 			y, ok := valueAt(v, spec.Name, e.Source, e.T)
 			if !ok {
-				if v.MemoryLimitMB() > 0 {
-					y = float64(v.MemoryLimitMB())
+				if hasLimit {
+					y = lim
 				} else {
 					y = ymin + (ymax-ymin)*0.8
 				}

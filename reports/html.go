@@ -141,7 +141,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <h2 id="charts">Charts</h2>
 <p class="desc">Time runs in seconds from the start of each variant. The charts of a row share their y axis. Shaded bands are the injected faults.</p>
 <div class="charts">
-{{range .Charts}}{{$n := len .Cells}}
+{{range $row := .Charts}}{{$n := len .Cells}}
 <div class="chart-row" id="chart-{{.Name}}">
 <h3>{{.Title}} <span class="desc"><code>{{.Name}}</code></span></h3>
 <div class="chart-grid {{cols $n}}">
@@ -153,7 +153,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <div class="legend">
 {{range .Legend}}<span><span class="sw" style="background: {{.Color}}"></span>{{.Source}}</span>{{end}}
 {{if .LegendNote}}<span>{{.LegendNote}}</span>{{end}}
-{{range .Marks}}<span>{{if eq . "fault"}}<span class="fault"></span>fault window{{else if eq . "limit"}}<span class="limit"></span>memory limit{{else if eq . "oom"}}<span class="oom">×</span>OOM kill{{end}}</span>{{end}}
+{{range .Marks}}<span>{{if eq . "fault"}}<span class="fault"></span>fault window{{else if eq . "limit"}}<span class="limit"></span>{{$row.LimitLabel}}{{else if eq . "oom"}}<span class="oom">×</span>{{$row.MarkLabel}}{{end}}</span>{{end}}
 </div>
 </div>
 {{end}}

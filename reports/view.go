@@ -258,6 +258,9 @@ func newVariantView(vr *VariantResult) variantView {
 }
 
 func workloadFacts(w scenarios.Workload, limitNote string) []kv {
+	if w.Kind == "kinesis-frontend" {
+		return fleetFacts(w)
+	}
 	strategy := orDash(w.Strategy)
 	window := "—"
 	if w.Window > 0 {
@@ -467,4 +470,43 @@ func paren(s string) string {
 		return ""
 	}
 	return "(" + s + ")"
+}
+
+// fleetFacts describes an IL-0384 front-end fleet.
+func fleetFacts(w scenarios.Workload) []kv {
+	f := w.Fleet
+	threads := "one OS thread per peer (grows with the fleet)"
+	if f.PeerThreads == "pool" {
+		threads = fmt.Sprintf("a pool of %d threads (independent of the fleet's size)", f.PoolThreads)
+	}
+	cells := "one cell: every server peers with every other"
+	if f.CellSize > 0 {
+		cells = fmt.Sprintf("cells of %d servers; a server peers only inside its cell", f.CellSize)
+	}
+	boot := "from peers: every peer sends its full shard-map (the store only when no peer answers)"
+	if f.Bootstrap == "store" {
+		boot = "from the store (etcd); peers send digests"
+	}
+	restart := "every server at once"
+	if f.RestartRate > 0 {
+		restart = fmt.Sprintf("%s servers/s (one every %s s)", verdict.FormatValue(f.RestartRate), verdict.FormatValue(1/f.RestartRate))
+	}
+	cpu := "no limit"
+	if f.CPUQuota > 0 {
+		cpu = verdict.FormatValue(f.CPUQuota) + " cores per server (cgroup quota)"
+	}
+	return []kv{
+		{"Kind", w.Kind},
+		{"Fleet", fmt.Sprintf("%d servers, +%d added by add-capacity (%s%%)", f.Servers, f.Added(), verdict.FormatValue(f.AddFraction*100))},
+		{"Thread limit", fmt.Sprintf("%d per server (cgroup pids.max)", f.ThreadLimit)},
+		{"Peer threads", threads},
+		{"Cells", cells},
+		{"Bootstrap", boot},
+		{"Shard table", fmt.Sprintf("%d shards in etcd", f.Shards)},
+		{"Learning new members", "after a random delay up to " + f.LearnSpread.String()},
+		{"CPU", cpu},
+		{"Health check", fmt.Sprintf("removed after %d failures; shard-map due %s after start", max(f.HealthFailures, 1), f.HealthGrace)},
+		{"Operator restart", restart},
+		{"Load", fmt.Sprintf("%s routing requests/s over the fleet, at most %d in flight", verdict.FormatValue(f.RequestRate), w.Clients)},
+	}
 }

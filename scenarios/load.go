@@ -395,7 +395,8 @@ func lookup(root *yaml.Node, path string) *yaml.Node {
 }
 
 var (
-	faultNames   = []string{"pause", "kill-restart", "cpu-throttle", "replace", "disconnect"}
+	faultNames   = []string{"pause", "kill-restart", "cpu-throttle", "replace", "disconnect", "add-capacity", "restart-fleet"}
+	fleetFaults  = []string{"add-capacity", "restart-fleet"}
 	verdictNames = []string{"held", "violated"}
 	opNames      = []string{"<", "<=", ">", ">=", "=="}
 )
@@ -430,6 +431,15 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 			need(z.Servers >= 1 && z.Servers <= 7, "topology.zookeeper.servers", "want 1 to 7, got %d", z.Servers)
 		}
 	}
+	if s.System == "etcd" {
+		e := s.Topology.Etcd
+		need(e != nil, "topology.etcd", "required for system etcd")
+		if e != nil {
+			need(e.Members >= 1 && e.Members <= 7, "topology.etcd.members", "want 1 to 7, got %d", e.Members)
+		}
+	}
+	wantKind := map[string]string{"zookeeper": "zk-tree-mirror", "etcd": "kinesis-frontend"}[s.System]
+	need(wantKind == "" || s.Workload.Kind == wantKind, "workload.kind", "a %s scenario runs %s, got %q", s.System, wantKind, s.Workload.Kind)
 	baseErrs := len(c.errs)
 	c.checkWorkload(s.Workload, "workload", root, need)
 	baseOK := len(c.errs) == baseErrs
@@ -439,7 +449,12 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 	for i, f := range s.Timeline.Faults {
 		p := fmt.Sprintf("timeline.faults[%d]", i)
 		need(slices.Contains(faultNames, f.Fault), p+".fault", "unknown fault %q (known: %s)", f.Fault, strings.Join(faultNames, ", "))
-		need(slices.Contains([]string{"leader", "follower", "any"}, f.Target), p+".target", "want leader, follower or any, got %q", f.Target)
+		if slices.Contains(fleetFaults, f.Fault) {
+			need(f.Target == "fleet", p+".target", "%s acts on the fleet: want target fleet, got %q", f.Fault, f.Target)
+			need(s.Workload.Kind == "kinesis-frontend", p+".fault", "%s needs a kinesis-frontend workload", f.Fault)
+		} else {
+			need(slices.Contains([]string{"leader", "follower", "any"}, f.Target), p+".target", "want leader, follower or any, got %q", f.Target)
+		}
 		need(f.Duration.D() > 0, p+".duration", "want > 0")
 		need(f.At.D() >= 0, p+".at", "want >= 0")
 	}
@@ -456,6 +471,9 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 		if baseOK && v.Workload.Kind != 0 {
 			// The override must leave a valid workload too.
 			c.checkWorkload(ew, p+".workload", root, need)
+		}
+		if ew.Kind != "zk-tree-mirror" {
+			continue
 		}
 		need(slices.Contains([]string{"full-refresh", "paced"}, ew.Strategy), p+".workload.strategy", "want full-refresh or paced (here or in workload), got %q", ew.Strategy)
 		if ew.Strategy == "paced" {
@@ -499,8 +517,12 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 // checkWorkload checks a workload's values; prefix is its path in the file.
 func (c *checker) checkWorkload(w Workload, prefix string, root *yaml.Node, need func(bool, string, string, ...any)) {
 	f := func(field string) string { return prefix + "." + field }
-	need(w.Kind == "zk-tree-mirror", f("kind"), "want zk-tree-mirror, got %q", w.Kind)
+	need(w.Kind == "zk-tree-mirror" || w.Kind == "kinesis-frontend", f("kind"), "want zk-tree-mirror or kinesis-frontend, got %q", w.Kind)
 	need(w.Clients >= 1, f("clients"), "want at least 1")
+	if w.Kind == "kinesis-frontend" {
+		c.checkFleet(w.Fleet, prefix+".fleet", need)
+		return
+	}
 	need(strings.HasPrefix(w.Tree.Path, "/") && len(w.Tree.Path) > 1, f("tree.path"), "want an absolute znode path below /")
 	need(len(w.Tree.Fanout) > 0, f("tree.fanout"), "want at least one level")
 	for i, n := range w.Tree.Fanout {
@@ -511,6 +533,26 @@ func (c *checker) checkWorkload(w Workload, prefix string, root *yaml.Node, need
 	need(w.Writer.Share >= 0 && w.Writer.Share <= 1, f("writer.share"), "want 0 to 1")
 	need(w.Writer.RatePerSec >= 0, f("writer.rate_per_sec"), "want >= 0")
 	need(w.MemoryLimitMB >= 0, f("memory_limit_mb"), "want >= 0")
+}
+
+func (c *checker) checkFleet(fl Fleet, prefix string, need func(bool, string, string, ...any)) {
+	f := func(field string) string { return prefix + "." + field }
+	need(fl.Servers >= 2, f("servers"), "want at least 2 servers (a fleet has peers)")
+	need(fl.Servers <= 200, f("servers"), "%d servers is more than one machine runs here (200)", fl.Servers)
+	need(fl.AddFraction > 0 && fl.AddFraction <= 1, f("add_fraction"), "want more than 0 and at most 1")
+	need(fl.ThreadLimit >= 8, f("thread_limit"), "want at least 8 (the Go runtime needs a few threads of its own)")
+	need(fl.CPUQuota >= 0, f("cpu_quota"), "want >= 0")
+	need(fl.PeerThreads == "per-peer" || fl.PeerThreads == "pool", f("peer_threads"), "want per-peer or pool, got %q", fl.PeerThreads)
+	if fl.PeerThreads == "pool" {
+		need(fl.PoolThreads >= 1, f("pool_threads"), "pool needs pool_threads >= 1")
+	}
+	need(fl.CellSize >= 0, f("cell_size"), "want >= 0")
+	need(fl.Bootstrap == "peers" || fl.Bootstrap == "store", f("bootstrap"), "want peers or store, got %q", fl.Bootstrap)
+	need(fl.Shards >= 1 && fl.Shards <= 200000, f("shards"), "want 1 to 200000")
+	need(fl.RequestRate > 0, f("request_rate"), "want > 0")
+	need(fl.RestartRate >= 0, f("restart_rate"), "want >= 0 (0 restarts every server at once)")
+	need(fl.HealthFailures >= 0, f("health_failures"), "want >= 0")
+	need(fl.LearnSpread.D() >= 0, f("learn_spread"), "want >= 0")
 }
 
 func yamlErrLine(err error) int {

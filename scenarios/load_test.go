@@ -332,7 +332,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "fault: pause", "fault: meteor"),
 		at:    "fault: meteor",
 		field: "timeline.faults[0].fault",
-		msg:   `unknown fault "meteor" (known: pause, kill-restart, cpu-throttle, replace, disconnect)`,
+		msg:   `unknown fault "meteor" (known: pause, kill-restart, cpu-throttle, replace, disconnect, add-capacity, restart-fleet)`,
 	}, {
 		name:  "unknown metric in a hypothesis",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
@@ -368,7 +368,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "window: 8", "windw: 8"),
 		at:    "windw:",
 		field: "variants.mitigated.workload.windw",
-		msg:   "unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within)",
+		msg:   "unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within, fleet)",
 	}, {
 		name:  "variant workload with a wrong kind",
 		text:  edit(t, small, "window: 8", "window: eight"),
@@ -439,7 +439,7 @@ func TestParseErrorText(t *testing.T) {
 	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: want leader, follower or any, got "president"`)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
-	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within)")
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within, fleet)")
 
 	// Reported once, by the walk, not again when the override is applied.
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))

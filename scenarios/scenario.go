@@ -50,6 +50,14 @@ type Scenario struct {
 type Topology struct {
 	// ZooKeeper is the ensemble of a zookeeper scenario (required for it).
 	ZooKeeper *ZooKeeperTopology `yaml:"zookeeper,omitempty" json:"zookeeper,omitempty"`
+	// Etcd is the etcd cluster of an etcd scenario (required for it).
+	Etcd *EtcdTopology `yaml:"etcd,omitempty" json:"etcd,omitempty"`
+}
+
+// EtcdTopology is an etcd cluster.
+type EtcdTopology struct {
+	// Members is the number of etcd members, 1 to 7.
+	Members int `yaml:"members" json:"members" jsonschema:"required,minimum=1,maximum=7"`
 }
 
 // ZooKeeperTopology is a ZooKeeper ensemble and its zoo.cfg settings.
@@ -77,9 +85,11 @@ type ZooKeeperTopology struct {
 
 // Workload is the client side of a scenario. Variants override fields of it.
 type Workload struct {
-	// Kind selects the workload program: zk-tree-mirror.
-	Kind string `yaml:"kind" json:"kind" jsonschema:"required,enum=zk-tree-mirror"`
-	// Clients is the number of client processes.
+	// Kind selects the workload program: zk-tree-mirror (IL-0587's proxies)
+	// or kinesis-frontend (IL-0384's front-end fleet, see Fleet).
+	Kind string `yaml:"kind" json:"kind" jsonschema:"required,enum=zk-tree-mirror,enum=kinesis-frontend"`
+	// Clients is the number of client processes (zk-tree-mirror), or the
+	// requests the load generator keeps in flight at most (kinesis-frontend).
 	Clients int `yaml:"clients" json:"clients" jsonschema:"required,minimum=1"`
 	// StartSpread spreads the clients' starts evenly over this span of the
 	// warm-up, as a fleet comes up one instance at a time.
@@ -93,9 +103,9 @@ type Workload struct {
 	// session is back).
 	Retries int `yaml:"retries,omitempty" json:"retries,omitempty" jsonschema:"minimum=0"`
 	// Tree is the subtree the harness seeds and every client mirrors.
-	Tree Tree `yaml:"tree" json:"tree" jsonschema:"required"`
+	Tree Tree `yaml:"tree,omitempty" json:"tree,omitzero"`
 	// SessionTimeout is the ZooKeeper session timeout the clients ask for.
-	SessionTimeout Duration `yaml:"session_timeout" json:"session_timeout" jsonschema:"required"`
+	SessionTimeout Duration `yaml:"session_timeout,omitempty" json:"session_timeout,omitempty"`
 	// MemoryLimitMB is the kernel-enforced memory limit of each client (0 = none).
 	MemoryLimitMB int `yaml:"memory_limit_mb,omitempty" json:"memory_limit_mb,omitempty" jsonschema:"minimum=0"`
 	// Restart restarts a client that died, after RestartDelay, like a
@@ -104,11 +114,77 @@ type Workload struct {
 	// RestartDelay is how long a dead client stays down before it is restarted.
 	RestartDelay Duration `yaml:"restart_delay,omitempty" json:"restart_delay,omitempty"`
 	// Writer changes znodes at a steady rate so that staleness is measurable.
-	Writer Writer `yaml:"writer" json:"writer"`
+	Writer Writer `yaml:"writer,omitempty" json:"writer,omitzero"`
 	// ReportInterval is how often each client reports its figures.
 	ReportInterval Duration `yaml:"report_interval,omitempty" json:"report_interval,omitempty"`
 	// FreshWithin is the staleness under which a mirror counts as fresh.
 	FreshWithin Duration `yaml:"fresh_within,omitempty" json:"fresh_within,omitempty"`
+	// Fleet is the front-end fleet of a kinesis-frontend workload.
+	Fleet Fleet `yaml:"fleet,omitempty" json:"fleet,omitzero"`
+}
+
+// Fleet is IL-0384's front-end fleet: servers that register in etcd, read
+// the shard table from it, keep a connection (and, per-peer, an OS thread)
+// to every peer of their cell, and route only with a complete shard-map.
+type Fleet struct {
+	// Servers is the fleet's size before capacity is added.
+	Servers int `yaml:"servers" json:"servers" jsonschema:"required,minimum=2"`
+	// AddFraction is the capacity the add-capacity fault adds, as a
+	// fraction of Servers (rounded up): 0.1 adds 10%.
+	AddFraction float64 `yaml:"add_fraction" json:"add_fraction" jsonschema:"required,exclusiveMinimum=0"`
+	// ThreadLimit is each server's OS thread limit: the pids.max of its
+	// cgroup (--pids-limit of its container).
+	ThreadLimit int `yaml:"thread_limit" json:"thread_limit" jsonschema:"required,minimum=8"`
+	// CPUQuota holds each server to this many cores (0 = no limit).
+	CPUQuota float64 `yaml:"cpu_quota,omitempty" json:"cpu_quota,omitempty" jsonschema:"minimum=0"`
+	// PeerThreads is per-peer (one OS thread for every peer: the incident)
+	// or pool (PoolThreads threads whatever the fleet's size).
+	PeerThreads string `yaml:"peer_threads" json:"peer_threads" jsonschema:"required,enum=per-peer,enum=pool"`
+	// PoolThreads sizes the pool (pool only).
+	PoolThreads int `yaml:"pool_threads,omitempty" json:"pool_threads,omitempty" jsonschema:"minimum=1"`
+	// CellSize splits the fleet into cells of this many servers; a server
+	// peers only inside its cell (0 = one cell: the incident).
+	CellSize int `yaml:"cell_size,omitempty" json:"cell_size,omitempty" jsonschema:"minimum=0"`
+	// Bootstrap is where a starting server gets the shard table: peers
+	// (every peer sends its full shard-map: the incident) or store (etcd,
+	// the action item; peers then send digests only).
+	Bootstrap string `yaml:"bootstrap" json:"bootstrap" jsonschema:"required,enum=peers,enum=store"`
+	// BootstrapTimeout: with bootstrap peers, how long a server waits for a
+	// peer's shard-map before it reads the store (a fleet's first server
+	// has no peer to ask).
+	BootstrapTimeout Duration `yaml:"bootstrap_timeout,omitempty" json:"bootstrap_timeout,omitempty"`
+	// LearnSpread: a running server learns of a new member after a random
+	// delay up to this (the incident: up to an hour; scaled down).
+	LearnSpread Duration `yaml:"learn_spread,omitempty" json:"learn_spread,omitempty"`
+	// Heartbeat is the interval of peer messages (default 1s).
+	Heartbeat Duration `yaml:"heartbeat,omitempty" json:"heartbeat,omitempty"`
+	// LeaseTTL is the membership lease in etcd (default 3s).
+	LeaseTTL Duration `yaml:"lease_ttl,omitempty" json:"lease_ttl,omitempty"`
+	// Shards is the size of the shard table in etcd.
+	Shards int `yaml:"shards" json:"shards" jsonschema:"required,minimum=1"`
+	// BackendCells is the number of back-end cells owning the shards.
+	BackendCells int `yaml:"backend_cells,omitempty" json:"backend_cells,omitempty" jsonschema:"minimum=1"`
+	// RequestRate is the load generator's routing requests per second over
+	// the whole fleet.
+	RequestRate float64 `yaml:"request_rate" json:"request_rate" jsonschema:"required,exclusiveMinimum=0"`
+	// RestartRate is the operator's restart pace in servers per second
+	// (restart-fleet); 0 restarts every server at once.
+	RestartRate float64 `yaml:"restart_rate" json:"restart_rate" jsonschema:"minimum=0"`
+	// HealthGrace is how long a started server may take to complete its
+	// shard-map before the health check counts it as failing.
+	HealthGrace Duration `yaml:"health_grace,omitempty" json:"health_grace,omitempty"`
+	// HealthTimeout bounds each health check (default 1s).
+	HealthTimeout Duration `yaml:"health_timeout,omitempty" json:"health_timeout,omitempty"`
+	// HealthFailures in a row remove a server from the fleet (default 3).
+	HealthFailures int `yaml:"health_failures,omitempty" json:"health_failures,omitempty" jsonschema:"minimum=1"`
+	// GoMaxProcs is each server's GOMAXPROCS (0 = Go's default).
+	GoMaxProcs int `yaml:"gomaxprocs,omitempty" json:"gomaxprocs,omitempty" jsonschema:"minimum=0"`
+}
+
+// Added is the number of servers the capacity addition adds.
+func (f Fleet) Added() int {
+	n := int(float64(f.Servers)*f.AddFraction + 0.999999)
+	return max(n, 1)
 }
 
 // Tree describes the seeded subtree: Fanout[i] children at depth i+1.
@@ -156,8 +232,9 @@ type FaultStep struct {
 	At Duration `yaml:"at" json:"at"`
 	// Fault is a registered fault name (pause, kill-restart).
 	Fault string `yaml:"fault" json:"fault" jsonschema:"required"`
-	// Target is a role: leader, follower or any.
-	Target string `yaml:"target" json:"target" jsonschema:"required,enum=leader,enum=follower,enum=any"`
+	// Target is a role: leader, follower or any; fleet for the faults that
+	// act on a whole front-end fleet (add-capacity, restart-fleet).
+	Target string `yaml:"target" json:"target" jsonschema:"required,enum=leader,enum=follower,enum=any,enum=fleet"`
 	// Duration is how long the fault lasts.
 	Duration Duration `yaml:"duration" json:"duration" jsonschema:"required"`
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chaoslab/chaoslab/harness/frontend"
 	"github.com/chaoslab/chaoslab/harness/zkmirror"
 )
 
@@ -63,8 +64,54 @@ func agentCmd() *cobra.Command {
 	f.StringVar(&cgroupWait, "cgroup-wait", "", "wait until /proc/self/cgroup names this path before starting")
 	f.DurationVar(&duration, "duration", 0, "stop after this long (0 = until signalled)")
 	_ = mirror.MarkFlagRequired("servers")
-	cmd.AddCommand(mirror)
+	cmd.AddCommand(mirror, frontendCmd())
 	return cmd
+}
+
+// frontendCmd is the IL-0384 front-end server.
+func frontendCmd() *cobra.Command {
+	var cfg frontend.Config
+	var etcd, cgroupWait string
+	c := &cobra.Command{
+		Use:   "kinesis-frontend",
+		Short: "A front-end server of the IL-0384 fleet: membership and shard table in etcd, peer shard-maps, routing on loopback",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Etcd = strings.Split(etcd, ",")
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("server", cfg.ID)
+			if cgroupWait != "" {
+				if err := waitInCgroup(cmd.Context(), cgroupWait); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg.OnListen = func(peer, route string) {
+				fmt.Printf("{\"peer\":%q,\"route\":%q}\n", peer, route)
+			}
+			return frontend.Run(ctx, cfg)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.ID, "id", "", "server id")
+	f.IntVar(&cfg.Index, "index", 0, "1-based position in the fleet (decides the cell)")
+	f.StringVar(&etcd, "etcd", "", "comma-separated etcd client URLs")
+	f.StringVar(&cfg.Prefix, "prefix", "/chaoslab/kinesis", "etcd prefix of the fleet")
+	f.StringVar(&cfg.PeerListen, "peer-listen", "127.0.0.1:0", "address for peer connections")
+	f.StringVar(&cfg.RouteListen, "route-listen", "127.0.0.1:0", "address for routing requests")
+	f.StringVar(&cfg.Advertise, "advertise", "", "host peers dial (default: the listen host)")
+	f.StringVar(&cfg.PeerThreads, "peer-threads", frontend.PerPeer, "per-peer or pool")
+	f.IntVar(&cfg.PoolThreads, "pool-threads", 4, "threads of the pool (pool)")
+	f.IntVar(&cfg.CellSize, "cell-size", 0, "servers per cell (0 = one cell)")
+	f.StringVar(&cfg.Bootstrap, "bootstrap", frontend.FromPeers, "peers or store")
+	f.DurationVar(&cfg.BootstrapTimeout, "bootstrap-timeout", 3*time.Second, "wait for a peer's shard-map before reading the store")
+	f.DurationVar(&cfg.LearnSpread, "learn-spread", 0, "learn a new member after a random delay up to this")
+	f.DurationVar(&cfg.Heartbeat, "heartbeat", time.Second, "peer message interval")
+	f.IntVar(&cfg.LeaseTTL, "lease-ttl", 3, "membership lease TTL in seconds")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	f.StringVar(&cgroupWait, "cgroup-wait", "", "wait until /proc/self/cgroup names this path before starting")
+	_ = c.MarkFlagRequired("id")
+	_ = c.MarkFlagRequired("etcd")
+	return c
 }
 
 // waitInCgroup waits until the harness has moved this process into its

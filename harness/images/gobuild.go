@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -236,4 +238,49 @@ func staticCheck(path string) error {
 		}
 	}
 	return nil
+}
+
+// EtcdBinary returns the path of an etcd server binary for this machine,
+// built from tools/etcd with go build (no Docker needed) and kept in the
+// cache that the etcd image is built from. $CHAOSLAB_ETCD names a binary
+// to use instead.
+func EtcdBinary(ctx context.Context, opts Options) (string, error) {
+	if p := os.Getenv("CHAOSLAB_ETCD"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("CHAOSLAB_ETCD: %w", err)
+		}
+		return p, nil
+	}
+	b := &builder{opts: opts, log: opts.Logger, progress: opts.Progress, arch: runtime.GOARCH}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.progress == nil {
+		b.progress = io.Discard
+	}
+	b.cache = opts.CacheDir
+	if b.cache == "" {
+		var err error
+		if b.cache, err = CacheDir(); err != nil {
+			return "", err
+		}
+	}
+	if opts.SourceDir != "" {
+		b.src, b.srcErr = filepath.Abs(opts.SourceDir)
+	} else {
+		b.src, b.srcErr = FindSourceDir()
+	}
+	modDir, err := b.toolModule("etcd", "go.etcd.io/etcd/server/v3", EtcdVersion)
+	if err != nil {
+		return "", err
+	}
+	inputs, err := b.moduleInputs(ctx, modDir)
+	if err != nil {
+		return "", err
+	}
+	path, _, err := b.buildGo(ctx, "etcd", goTarget{Name: "etcd", Version: EtcdVersion, ModDir: modDir, Package: "go.etcd.io/etcd/server/v3"}, inputs)
+	if err != nil {
+		return "", fmt.Errorf("build etcd: %w", err)
+	}
+	return path, nil
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/images"
 	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -59,7 +60,14 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("out", "runs")
 	}
-	be, why, err := chooseBackend(ctx, o.Backend, s, o)
+	var be backend
+	var why string
+	var err error
+	if isFleet(s) {
+		be, why, err = chooseFleetBackend(o.Backend)
+	} else {
+		be, why, err = chooseBackend(ctx, o.Backend, s, o)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +160,10 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 			vr.Verdict, vr.Reason = verdict.Inconclusive, "the lab failed: "+err.Error()
 			runErr = errors.Join(runErr, fmt.Errorf("variant %s: %w", name, err))
 		}
+		if fb, ok := be.(fleetBackend); ok && r.Versions["etcd"] == "" {
+			r.Versions["etcd"] = images.EtcdVersion + " (" + *fb.etcdBin + ")"
+			delete(r.Versions, "java")
+		}
 		if r.Versions["zookeeper"] == "" && v.zkVersion != "" {
 			r.Versions["zookeeper"] = v.zkVersion
 		}
@@ -175,7 +187,8 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 
 func shortMetrics(m map[string]verdict.Float) string {
 	var parts []string
-	for _, k := range []string{"servers.outstanding_requests.max", "clients.oom_kills", "clients.rss_mb.max", "clients.fresh_after_fault_s"} {
+	for _, k := range []string{"servers.outstanding_requests.max", "clients.oom_kills", "clients.rss_mb.max", "clients.fresh_after_fault_s",
+		"fleet.routing_success.min_server_after_trigger", "fleet.threads.max", "fleet.thread_limit_exits", "fleet.health_removals", "fleet.recovery_after_restart_s"} {
 		if v, ok := m[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%s", k, verdict.FormatValue(float64(v))))
 		}
@@ -239,6 +252,8 @@ func versions() map[string]string {
 			switch d.Path {
 			case "github.com/go-zookeeper/zk":
 				v["go-zookeeper/zk"] = d.Version
+			case "go.etcd.io/etcd/client/v3":
+				v["etcd client"] = d.Version
 			}
 		}
 	}

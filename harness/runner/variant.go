@@ -54,6 +54,9 @@ func (v *variantRun) event(kind, source, detail string) {
 // run executes the variant. Every process, cgroup and server it started is
 // gone when it returns, whatever happened.
 func (v *variantRun) run(ctx context.Context) (err error) {
+	if isFleet(v.s) {
+		return v.runFleet(ctx)
+	}
 	logDir := filepath.Join(v.dir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)

@@ -1,0 +1,797 @@
+// Package fleet runs the IL-0384 front-end fleet on this machine: N server
+// processes (chaoslab agent kinesis-frontend), each in a cgroup of its own
+// whose pids limit is the server's OS thread limit, a health checker that
+// removes servers that do not answer or never complete their shard-map (as
+// the incident's load balancers did), the capacity addition and removal,
+// and the operator's restart of the fleet at a set rate.
+package fleet
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/frontend"
+	"github.com/chaoslab/chaoslab/harness/limits"
+)
+
+// Config of a fleet.
+type Config struct {
+	// Servers is the fleet's size before capacity is added.
+	Servers int
+	// AddFraction sizes the capacity addition: ceil(Servers * AddFraction).
+	AddFraction float64
+	// Binary and Args start a server: Binary Args... agent kinesis-frontend ...
+	Binary string
+	Args   []string
+	Etcd   []string
+	Prefix string
+
+	PeerThreads      string
+	PoolThreads      int
+	CellSize         int
+	Bootstrap        string
+	BootstrapTimeout time.Duration
+	LearnSpread      time.Duration
+	Heartbeat        time.Duration
+	LeaseTTL         int
+	// GoMaxProcs is each server's GOMAXPROCS (0 = the Go default).
+	GoMaxProcs int
+
+	// ThreadLimit is each server's pids.max: the OS thread limit.
+	ThreadLimit int
+	// CPUCores holds each server to this many cores (0 = no limit).
+	CPUCores float64
+
+	// StartSpread spreads the first start of the fleet.
+	StartSpread time.Duration
+	// RestartRate is the operator's restart pace in servers per second
+	// (0 = every server at once).
+	RestartRate float64
+
+	// Health checks: every HealthInterval a GET /status with HealthTimeout;
+	// a failure is no answer, or a shard-map still incomplete HealthGrace
+	// after the start; HealthFailures failures in a row remove the server
+	// (it is stopped and waits for the operator's restart).
+	HealthInterval time.Duration
+	HealthTimeout  time.Duration
+	HealthGrace    time.Duration
+	HealthFailures int
+
+	Seed    uint64
+	LogDir  string
+	Limits  *limits.Manager
+	Clock   func(time.Time) float64
+	OnEvent func(kind, source, detail string)
+	Logger  *slog.Logger
+}
+
+// Sample is one observation of one server.
+type Sample struct {
+	T        float64
+	Up       bool // a process runs
+	Ready    bool // answered /status with a complete shard-map
+	Answered bool
+	Threads  int // from /proc (0 when down)
+	Pids     int // pids.current of its cgroup
+	Peers    int
+	Synced   int
+}
+
+// Exit is how one incarnation of a server ended.
+type Exit struct {
+	T            float64
+	Server       string
+	How          string
+	ThreadLimit  bool // the Go runtime could not create an OS thread
+	ByHarness    string
+	Code         int
+	Signal       string
+	PidsLimitHit uint64 // clones refused by pids.max during the incarnation
+	Threads      int    // the last thread count seen
+}
+
+// Server is one slot of the fleet.
+type Server struct {
+	ID    string
+	Index int
+	Added bool // part of the capacity addition
+
+	f        *Fleet
+	mu       sync.Mutex
+	inc      int
+	cmd      *exec.Cmd
+	group    *limits.Group
+	route    string
+	started  time.Time
+	done     chan struct{}
+	stopping string // why the harness is stopping it
+	readyAt  time.Time
+	removed  bool
+	samples  []Sample
+	exits    []Exit
+	starts   int
+	removals int
+	fails    int
+	logPath  string
+	retired  bool // capacity removed: no longer part of the fleet
+}
+
+// Fleet is a running fleet.
+type Fleet struct {
+	cfg     Config
+	log     *slog.Logger
+	mu      sync.Mutex
+	servers []*Server
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	http    *http.Client
+	restart chan *Server
+	// restarting is set once the operator's restart has begun.
+	restarting bool
+	restartAt  time.Time
+}
+
+// Start launches the fleet's servers (spread over StartSpread) and its
+// health checker; it returns at once. Close stops everything.
+func Start(ctx context.Context, cfg Config) (*Fleet, error) {
+	if cfg.Servers < 1 {
+		return nil, errors.New("start fleet: want at least 1 server")
+	}
+	if cfg.Limits == nil || cfg.Binary == "" || len(cfg.Etcd) == 0 {
+		return nil, errors.New("start fleet: limits, binary and etcd are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		t0 := time.Now()
+		cfg.Clock = func(t time.Time) float64 { return t.Sub(t0).Seconds() }
+	}
+	if cfg.OnEvent == nil {
+		cfg.OnEvent = func(string, string, string) {}
+	}
+	if cfg.HealthInterval <= 0 {
+		cfg.HealthInterval = time.Second
+	}
+	if cfg.HealthTimeout <= 0 {
+		cfg.HealthTimeout = time.Second
+	}
+	if cfg.HealthFailures <= 0 {
+		cfg.HealthFailures = 3
+	}
+	if cfg.HealthGrace <= 0 {
+		cfg.HealthGrace = 15 * time.Second
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	f := &Fleet{cfg: cfg, log: cfg.Logger, ctx: fctx, cancel: cancel,
+		http:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}},
+		restart: make(chan *Server, 4096)}
+	for i := 1; i <= cfg.Servers; i++ {
+		f.servers = append(f.servers, f.newServer(i, false))
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for i, s := range f.Originals() {
+			if i > 0 && cfg.StartSpread > 0 {
+				if !sleep(fctx, cfg.StartSpread/time.Duration(cfg.Servers)) {
+					return
+				}
+			}
+			f.start(s)
+		}
+	}()
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); f.checkHealth(fctx) }()
+	return f, nil
+}
+
+func (f *Fleet) newServer(i int, added bool) *Server {
+	id := fmt.Sprintf("fe-%02d", i)
+	return &Server{ID: id, Index: i, Added: added, f: f, logPath: filepath.Join(f.cfg.LogDir, id+".log")}
+}
+
+// Servers returns every slot, originals first, added ones after.
+func (f *Fleet) Servers() []*Server {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Server(nil), f.servers...)
+}
+
+// Originals returns the fleet before the capacity addition.
+func (f *Fleet) Originals() []*Server {
+	var out []*Server
+	for _, s := range f.Servers() {
+		if !s.Added {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Active returns the servers currently part of the fleet (retired added
+// capacity excluded).
+func (f *Fleet) Active() []*Server {
+	var out []*Server
+	for _, s := range f.Servers() {
+		s.mu.Lock()
+		r := s.retired
+		s.mu.Unlock()
+		if !r {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Name is the fleet's name as a fault target.
+func (f *Fleet) Name() string { return "fleet" }
+
+func (f *Fleet) event(kind, source, detail string) { f.cfg.OnEvent(kind, source, detail) }
+
+// args are the server's command line after the program.
+func (f *Fleet) args(s *Server, inc int) []string {
+	c := f.cfg
+	a := append(append([]string{}, c.Args...), "agent", "kinesis-frontend",
+		"--id", s.ID, "--index", strconv.Itoa(s.Index),
+		"--etcd", strings.Join(c.Etcd, ","), "--prefix", c.Prefix,
+		"--peer-threads", c.PeerThreads, "--pool-threads", strconv.Itoa(max(c.PoolThreads, 1)),
+		"--cell-size", strconv.Itoa(c.CellSize), "--bootstrap", c.Bootstrap,
+		"--bootstrap-timeout", c.BootstrapTimeout.String(), "--learn-spread", c.LearnSpread.String(),
+		"--heartbeat", c.Heartbeat.String(), "--lease-ttl", strconv.Itoa(max(c.LeaseTTL, 1)),
+		"--seed", strconv.FormatUint(c.Seed+uint64(s.Index)*1000+uint64(inc), 10))
+	return a
+}
+
+// start runs a new incarnation of s in its own cgroup; it returns once the
+// process runs (or failed to start).
+func (f *Fleet) start(s *Server) {
+	if f.ctx.Err() != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.cmd != nil || s.retired {
+		s.mu.Unlock()
+		return
+	}
+	inc := s.inc
+	s.inc++
+	s.removed = false
+	s.fails = 0
+	s.readyAt = time.Time{}
+	s.route = ""
+	s.stopping = ""
+	s.mu.Unlock()
+
+	g, err := f.cfg.Limits.NewGroup(fmt.Sprintf("%s-%d", s.ID, inc), limits.Limits{PidsMax: int64(f.cfg.ThreadLimit), CPUCores: f.cfg.CPUCores})
+	if err != nil {
+		f.event("note", s.ID, "could not create its cgroup: "+err.Error())
+		return
+	}
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		_ = g.Delete()
+		f.event("note", s.ID, "could not open its log: "+err.Error())
+		return
+	}
+	args := f.args(s, inc)
+	fmt.Fprintf(logf, "=== %s start %d: %s\n", time.Now().Format(time.RFC3339Nano), inc, strings.Join(args, " "))
+	cmd := exec.Command(f.cfg.Binary, args...)
+	cmd.Env = append(os.Environ(), "GOTRACEBACK=single")
+	if f.cfg.GoMaxProcs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(f.cfg.GoMaxProcs))
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	tail := &tailWriter{w: logf, max: 8 << 10}
+	cmd.Stderr = tail
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		_ = g.Delete()
+		return
+	}
+	if err := g.Start(cmd); err != nil {
+		logf.Close()
+		_ = g.Delete()
+		f.event("note", s.ID, "could not start: "+err.Error())
+		return
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.group, s.started, s.done = cmd, g, time.Now(), done
+	s.starts++
+	s.mu.Unlock()
+	what := "started"
+	if inc > 0 {
+		what = "restarted"
+	}
+	f.event("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, pid %d, thread limit %d)", what, inc, cmd.Process.Pid, f.cfg.ThreadLimit))
+
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var a struct{ Route string }
+			if json.Unmarshal(sc.Bytes(), &a) == nil && a.Route != "" {
+				s.mu.Lock()
+				s.route = a.Route
+				s.mu.Unlock()
+			}
+		}
+		werr := cmd.Wait()
+		st, _ := g.Stats()
+		s.mu.Lock()
+		why := s.stopping
+		threads := 0
+		if n := len(s.samples); n > 0 {
+			threads = s.samples[n-1].Threads
+		}
+		s.mu.Unlock()
+		e := describeExit(werr, cmd.ProcessState, tail.String(), why)
+		if tail.marked() {
+			e.ThreadLimit = true
+			if !strings.HasPrefix(e.How, "the Go runtime") {
+				e.How = "the Go runtime aborted: " + tail.mark
+			}
+		}
+		e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Clock(time.Now()), s.ID, st.PidsLimitHits, threads
+		if err := g.Delete(); err != nil {
+			f.log.Warn("delete cgroup", "server", s.ID, "err", err)
+		}
+		logf.Close()
+		s.mu.Lock()
+		s.exits = append(s.exits, e)
+		s.cmd, s.group, s.route = nil, nil, ""
+		s.mu.Unlock()
+		close(done)
+		if why == "" || e.ThreadLimit {
+			detail := e.How
+			if e.PidsLimitHit > 0 {
+				detail += fmt.Sprintf("; the kernel refused %d thread creations at pids.max %d", e.PidsLimitHit, f.cfg.ThreadLimit)
+			}
+			kind := "server-exit"
+			if e.ThreadLimit {
+				kind = "thread-limit"
+			}
+			f.event(kind, s.ID, detail)
+		}
+		f.mu.Lock()
+		restarting := f.restarting
+		f.mu.Unlock()
+		s.mu.Lock()
+		retired := s.retired
+		s.mu.Unlock()
+		if restarting && !retired && f.ctx.Err() == nil {
+			f.restart <- s
+		}
+	}()
+}
+
+// stop ends the incarnation of s (SIGTERM, SIGKILL after grace) and waits.
+func (f *Fleet) stop(s *Server, why string, grace time.Duration) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	if cmd == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.stopping = why
+	s.mu.Unlock()
+	sig := syscall.SIGTERM
+	if grace <= 0 {
+		sig = syscall.SIGKILL
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case <-done:
+	case <-time.After(max(grace, time.Second)):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// AddCapacity starts ceil(Servers*AddFraction) new servers at once.
+func (f *Fleet) AddCapacity(ctx context.Context) ([]string, error) {
+	n := int(math.Ceil(float64(f.cfg.Servers) * f.cfg.AddFraction))
+	if n < 1 {
+		return nil, errors.New("add capacity: the addition is 0 servers (fleet.add_fraction)")
+	}
+	f.mu.Lock()
+	next := len(f.servers) + 1
+	var added []*Server
+	for i := range n {
+		s := f.newServer(next+i, true)
+		f.servers = append(f.servers, s)
+		added = append(added, s)
+	}
+	f.mu.Unlock()
+	var names []string
+	for _, s := range added {
+		f.start(s)
+		names = append(names, s.ID)
+	}
+	return names, ctx.Err()
+}
+
+// RemoveCapacity stops the added servers and takes them out of the fleet.
+func (f *Fleet) RemoveCapacity(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, s := range f.Servers() {
+		if !s.Added {
+			continue
+		}
+		s.mu.Lock()
+		s.retired = true
+		s.mu.Unlock()
+		wg.Add(1)
+		go func() { defer wg.Done(); f.stop(s, "capacity removed", 5*time.Second) }()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// Restart is the operator's restart: every server of the fleet is stopped
+// and started again at RestartRate servers per second, and from then on a
+// server that dies or is removed is started again at the same pace. It
+// returns once every server was restarted once.
+func (f *Fleet) Restart(ctx context.Context) error {
+	f.mu.Lock()
+	first := !f.restarting
+	f.restarting = true
+	f.restartAt = time.Now()
+	f.mu.Unlock()
+	if first {
+		f.wg.Add(1)
+		go func() { defer f.wg.Done(); f.restarter(f.ctx) }()
+	}
+	for _, s := range f.Active() {
+		s.mu.Lock()
+		running := s.cmd != nil
+		s.mu.Unlock()
+		if running {
+			// Its exit puts it on the restart queue.
+			go f.stop(s, "restarted by the operator", 5*time.Second)
+		} else {
+			f.restart <- s
+		}
+	}
+	return ctx.Err()
+}
+
+// restarter starts queued servers at RestartRate.
+func (f *Fleet) restarter(ctx context.Context) {
+	var every time.Duration
+	if f.cfg.RestartRate > 0 {
+		every = time.Duration(float64(time.Second) / f.cfg.RestartRate)
+	}
+	next := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-f.restart:
+			if d := time.Until(next); d > 0 && !sleep(ctx, d) {
+				return
+			}
+			f.start(s)
+			next = time.Now().Add(every)
+		}
+	}
+}
+
+// checkHealth polls every running server's /status: the load balancer's
+// health check, and the sampler of threads and readiness.
+func (f *Fleet) checkHealth(ctx context.Context) {
+	t := time.NewTicker(f.cfg.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var wg sync.WaitGroup
+		for _, s := range f.Active() {
+			wg.Add(1)
+			go func() { defer wg.Done(); f.checkOne(ctx, s) }()
+		}
+		wg.Wait()
+	}
+}
+
+func (f *Fleet) checkOne(ctx context.Context, s *Server) {
+	now := time.Now()
+	smp := Sample{T: f.cfg.Clock(now)}
+	s.mu.Lock()
+	cmd, route, started, g := s.cmd, s.route, s.started, s.group
+	s.mu.Unlock()
+	if cmd == nil {
+		s.mu.Lock()
+		s.samples = append(s.samples, smp)
+		s.mu.Unlock()
+		return
+	}
+	smp.Up = true
+	smp.Threads, _ = frontend.ProcThreads(cmd.Process.Pid)
+	if g != nil {
+		if st, err := g.Stats(); err == nil {
+			smp.Pids = int(st.Pids)
+		}
+	}
+	var st frontend.Status
+	if route != "" {
+		rctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+route+"/status", nil)
+		resp, err := f.http.Do(req)
+		if err == nil {
+			if json.NewDecoder(resp.Body).Decode(&st) == nil {
+				smp.Answered = true
+			}
+			resp.Body.Close()
+		}
+		cancel()
+	}
+	smp.Ready, smp.Peers, smp.Synced = st.Ready, st.PeersKnown, st.PeersSynced
+	healthy := smp.Answered && (st.Ready || time.Since(started) < f.cfg.HealthGrace)
+	s.mu.Lock()
+	s.samples = append(s.samples, smp)
+	if smp.Ready && s.readyAt.IsZero() {
+		s.readyAt = now
+	}
+	if healthy {
+		s.fails = 0
+	} else {
+		s.fails++
+	}
+	remove := s.fails >= f.cfg.HealthFailures && !s.removed && ctx.Err() == nil
+	if remove {
+		s.removed = true
+		s.removals++
+	}
+	fails := s.fails
+	s.mu.Unlock()
+	if remove {
+		why := "no answer to the health check"
+		if smp.Answered {
+			why = fmt.Sprintf("shard-map still incomplete %.0fs after start (%d of %d peers synced)", time.Since(started).Seconds(), st.PeersSynced, st.PeersKnown)
+		}
+		f.event("removed", s.ID, fmt.Sprintf("judged unhealthy after %d failed checks (%s) and removed", fails, why))
+		go f.stop(s, "removed by the health check", 0)
+	}
+}
+
+// Close stops every server and waits for the fleet's goroutines.
+func (f *Fleet) Close() error {
+	f.cancel()
+	var wg sync.WaitGroup
+	for _, s := range f.Servers() {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.stop(s, "end of run", 3*time.Second) }()
+	}
+	wg.Wait()
+	f.wg.Wait()
+	return nil
+}
+
+// WaitReady waits until every server of the fleet routes (and, once the
+// operator's restart began, was started since).
+func (f *Fleet) WaitReady(ctx context.Context) error {
+	for {
+		f.mu.Lock()
+		since := f.restartAt
+		f.mu.Unlock()
+		all := true
+		for _, s := range f.Active() {
+			s.mu.Lock()
+			ok := s.cmd != nil && !s.started.Before(since) && len(s.samples) > 0 && s.samples[len(s.samples)-1].Ready &&
+				s.samples[len(s.samples)-1].T >= f.cfg.Clock(s.started)
+			s.mu.Unlock()
+			if !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+		if !sleep(ctx, 250*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+// Pause stops every server (SIGSTOP); Resume continues them; Kill kills
+// them; with Restart these make the fleet a fault target of its own.
+func (f *Fleet) Pause() error { return f.signal(syscall.SIGSTOP) }
+
+// Resume continues every paused server.
+func (f *Fleet) Resume() error { return f.signal(syscall.SIGCONT) }
+
+// Kill kills every server.
+func (f *Fleet) Kill() error { return f.signal(syscall.SIGKILL) }
+
+func (f *Fleet) signal(sig syscall.Signal) error {
+	var errs []error
+	for _, s := range f.Active() {
+		s.mu.Lock()
+		cmd := s.cmd
+		s.mu.Unlock()
+		if cmd != nil {
+			if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+				errs = append(errs, fmt.Errorf("signal %s: %w", s.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RestartStarted returns when the operator's restart began (zero if not).
+func (f *Fleet) RestartStarted() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.restartAt
+}
+
+// Snapshot of a server for reports.
+type Snapshot struct {
+	ID       string
+	Index    int
+	Added    bool
+	Starts   int
+	Removals int
+	Samples  []Sample
+	Exits    []Exit
+	Log      string
+}
+
+// Snapshot returns what was recorded of s.
+func (s *Server) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Snapshot{ID: s.ID, Index: s.Index, Added: s.Added, Starts: s.starts, Removals: s.removals,
+		Samples: append([]Sample(nil), s.samples...), Exits: append([]Exit(nil), s.exits...), Log: s.logPath}
+}
+
+// Route returns the server's routing address ("" when down).
+func (s *Server) Route() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.route
+}
+
+// Ready reports whether the last health check found the shard-map complete.
+func (s *Server) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.samples)
+	return s.cmd != nil && n > 0 && s.samples[n-1].Ready
+}
+
+// threadLimitMarks are what the Go runtime prints when the OS refuses a
+// thread (runtime/os_linux.go newosproc, and cgo's pthread_create).
+var threadLimitMarks = []string{"failed to create new OS thread", "pthread_create failed", "newosproc"}
+
+func describeExit(werr error, ps *os.ProcessState, stderrTail, why string) Exit {
+	e := Exit{Code: -1, ByHarness: why}
+	if ps != nil {
+		e.Code = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal().String()
+		}
+	}
+	for _, m := range threadLimitMarks {
+		if strings.Contains(stderrTail, m) {
+			e.ThreadLimit = true
+			break
+		}
+	}
+	switch {
+	case e.ThreadLimit:
+		e.How = "the Go runtime aborted: " + firstLineWith(stderrTail, "runtime:")
+	case why != "":
+		e.How = why
+	case e.Signal != "":
+		e.How = "killed by signal " + e.Signal
+	case werr != nil && e.Code == -1:
+		e.How = "ended: " + werr.Error()
+	default:
+		e.How = fmt.Sprintf("exited with status %d: %s", e.Code, lastLine(stderrTail))
+	}
+	return e
+}
+
+func firstLineWith(s, prefix string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return lastLine(s)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// tailWriter passes writes on, keeps the last max bytes, and remembers the
+// first line that shows the Go runtime could not create a thread (the
+// goroutine dump after it can be far longer than the tail).
+type tailWriter struct {
+	w    io.Writer
+	max  int
+	mu   sync.Mutex
+	buf  []byte
+	mark string
+}
+
+func (t *tailWriter) marked() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mark != ""
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	if t.mark == "" {
+		for _, m := range threadLimitMarks {
+			if i := strings.Index(string(p), m); i >= 0 {
+				line := string(p)
+				if j := strings.LastIndex(line[:i], "\n"); j >= 0 {
+					line = line[j+1:]
+				}
+				if j := strings.Index(line, "\n"); j >= 0 {
+					line = line[:j]
+				}
+				t.mark = strings.TrimSpace(line)
+				break
+			}
+		}
+	}
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	t.mu.Unlock()
+	return t.w.Write(p)
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+var (
+	_ faults.Fleet  = (*Fleet)(nil)
+	_ faults.Target = (*Fleet)(nil)
+)
