@@ -3,6 +3,8 @@
 # writing the report under out/runs/. Arguments go to `chaoslab run`, e.g.
 #   ./scripts/replay.sh --backend docker    # servers and clients in containers
 #   ./scripts/replay.sh --backend local     # servers and clients as processes
+# A first argument that is not a flag names another scenario:
+#   ./scripts/replay.sh il-0384-kinesis-thread-per-peer
 # With --backend docker the images are built first when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,4 +12,9 @@ cd "$(dirname "$0")/.."
 case " $* " in
   *" --backend docker "*|*" --backend=docker "*) ./bin/chaoslab images build ;;
 esac
-exec ./bin/chaoslab run il-0587-zk-treecache-reconnect-storm "$@"
+scenario=il-0587-zk-treecache-reconnect-storm
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+  scenario=$1
+  shift
+fi
+exec ./bin/chaoslab run "$scenario" "$@"
