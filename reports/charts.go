@@ -208,7 +208,6 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		row.LegendNote = fmt.Sprintf("one line per %s (%d %ss)", sourceKind(sources), len(sources), sourceKind(sources))
 	}
 
-
 	// Shared axes: x from 0 to the longest variant, y over every finite
 	// sample (and the memory limit on the RSS chart).
 	xmax, ymin, ymax := 0.0, math.Inf(1), math.Inf(-1)
