@@ -20,6 +20,14 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# A fleet of containers on one bridge (IL-0384 on the docker backend) needs
+# a neighbour (ARP) table larger than the kernel's default 1024 entries,
+# which every network namespace of the machine shares. Only ever raised.
+neigh=/proc/sys/net/ipv4/neigh/default/gc_thresh3
+if [ "$(id -u)" = 0 ] && [ -w "$neigh" ] && [ "$(cat "$neigh")" -lt 16384 ]; then
+  sysctl -q -w net.ipv4.neigh.default.gc_thresh1=4096 net.ipv4.neigh.default.gc_thresh2=8192 net.ipv4.neigh.default.gc_thresh3=16384 ||
+    echo "setup: could not raise the neighbour table limits; the docker backend of IL-0384 will refuse to run" >&2
+fi
 mkdir -p bin
 go build -buildvcs=auto -o bin/chaoslab ./cmd/chaoslab
 echo "setup: ready: $(pwd)/bin/chaoslab" >&2

@@ -7,7 +7,6 @@
 package fleet
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,7 +25,6 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/frontend"
-	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
 // Config of a fleet.
@@ -36,9 +33,9 @@ type Config struct {
 	Servers int
 	// AddFraction sizes the capacity addition: ceil(Servers * AddFraction).
 	AddFraction float64
-	// Binary and Args start a server: Binary Args... agent kinesis-frontend ...
-	Binary string
-	Args   []string
+	// Launcher starts a server incarnation (a process or a container).
+	Launcher Launcher
+	// Etcd are the etcd endpoints as the servers reach them.
 	Etcd   []string
 	Prefix string
 
@@ -75,7 +72,6 @@ type Config struct {
 
 	Seed    uint64
 	LogDir  string
-	Limits  *limits.Manager
 	Clock   func(time.Time) float64
 	OnEvent func(kind, source, detail string)
 	Logger  *slog.Logger
@@ -115,9 +111,8 @@ type Server struct {
 	f        *Fleet
 	mu       sync.Mutex
 	inc      int
-	cmd      *exec.Cmd
-	group    *limits.Group
-	route    string
+	starting bool // an incarnation is being launched
+	proc     Proc
 	started  time.Time
 	done     chan struct{}
 	stopping string // why the harness is stopping it
@@ -154,8 +149,8 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if cfg.Servers < 1 {
 		return nil, errors.New("start fleet: want at least 1 server")
 	}
-	if cfg.Limits == nil || cfg.Binary == "" || len(cfg.Etcd) == 0 {
-		return nil, errors.New("start fleet: limits, binary and etcd are required")
+	if cfg.Launcher == nil || len(cfg.Etcd) == 0 {
+		return nil, errors.New("start fleet: a launcher and etcd are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -195,7 +190,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 					return
 				}
 			}
-			f.start(s)
+			// Starts overlap: a container takes a while to create.
+			f.wg.Add(1)
+			go func() { defer f.wg.Done(); f.start(s) }()
 		}
 	}()
 	f.wg.Add(1)
@@ -249,7 +246,8 @@ func (f *Fleet) event(kind, source, detail string) { f.cfg.OnEvent(kind, source,
 // args are the server's command line after the program.
 func (f *Fleet) args(s *Server, inc int) []string {
 	c := f.cfg
-	a := append(append([]string{}, c.Args...), "agent", "kinesis-frontend",
+	a := append([]string{"agent", "kinesis-frontend"}, c.Launcher.ServerArgs(s.ID)...)
+	a = append(a,
 		"--id", s.ID, "--index", strconv.Itoa(s.Index),
 		"--etcd", strings.Join(c.Etcd, ","), "--prefix", c.Prefix,
 		"--peer-threads", c.PeerThreads, "--pool-threads", strconv.Itoa(max(c.PoolThreads, 1)),
@@ -260,84 +258,73 @@ func (f *Fleet) args(s *Server, inc int) []string {
 	return a
 }
 
-// start runs a new incarnation of s in its own cgroup; it returns once the
-// process runs (or failed to start).
+// start runs a new incarnation of s through the launcher; it returns once
+// the server runs (or failed to start).
 func (f *Fleet) start(s *Server) {
 	if f.ctx.Err() != nil {
 		return
 	}
 	s.mu.Lock()
-	if s.cmd != nil || s.retired {
+	if s.proc != nil || s.starting || s.retired {
 		s.mu.Unlock()
 		return
 	}
+	s.starting = true
 	inc := s.inc
 	s.inc++
 	s.removed = false
 	s.fails = 0
 	s.readyAt = time.Time{}
-	s.route = ""
 	s.stopping = ""
 	s.mu.Unlock()
 
-	g, err := f.cfg.Limits.NewGroup(fmt.Sprintf("%s-%d", s.ID, inc), limits.Limits{PidsMax: int64(f.cfg.ThreadLimit), CPUCores: f.cfg.CPUCores})
-	if err != nil {
-		f.event("note", s.ID, "could not create its cgroup: "+err.Error())
-		return
-	}
+	started := false
+	defer func() {
+		if !started {
+			s.mu.Lock()
+			s.starting = false
+			s.mu.Unlock()
+		}
+	}()
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		_ = g.Delete()
 		f.event("note", s.ID, "could not open its log: "+err.Error())
 		return
 	}
 	args := f.args(s, inc)
 	fmt.Fprintf(logf, "=== %s start %d: %s\n", time.Now().Format(time.RFC3339Nano), inc, strings.Join(args, " "))
-	cmd := exec.Command(f.cfg.Binary, args...)
-	cmd.Env = append(os.Environ(), "GOTRACEBACK=single")
-	if f.cfg.GoMaxProcs > 0 {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(f.cfg.GoMaxProcs))
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	tail := &tailWriter{w: logf, max: 8 << 10}
-	cmd.Stderr = tail
-	out, err := cmd.StdoutPipe()
+	var env []string
+	if f.cfg.GoMaxProcs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(f.cfg.GoMaxProcs))
+	}
+	p, err := f.cfg.Launcher.Start(f.ctx, Launch{
+		ID: s.ID, Inc: inc, Args: args, Env: env,
+		ThreadLimit: f.cfg.ThreadLimit, CPUCores: f.cfg.CPUCores, Stderr: tail,
+	})
 	if err != nil {
 		logf.Close()
-		_ = g.Delete()
-		return
-	}
-	if err := g.Start(cmd); err != nil {
-		logf.Close()
-		_ = g.Delete()
 		f.event("note", s.ID, "could not start: "+err.Error())
 		return
 	}
 	done := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.group, s.started, s.done = cmd, g, time.Now(), done
+	s.proc, s.started, s.done = p, time.Now(), done
+	s.starting = false
 	s.starts++
 	s.mu.Unlock()
+	started = true
 	what := "started"
 	if inc > 0 {
 		what = "restarted"
 	}
-	f.event("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, pid %d, thread limit %d)", what, inc, cmd.Process.Pid, f.cfg.ThreadLimit))
+	f.event("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, inc, p.Desc(), f.cfg.ThreadLimit))
 
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var a struct{ Route string }
-			if json.Unmarshal(sc.Bytes(), &a) == nil && a.Route != "" {
-				s.mu.Lock()
-				s.route = a.Route
-				s.mu.Unlock()
-			}
-		}
-		werr := cmd.Wait()
-		st, _ := g.Stats()
+		pe := p.Wait()
+		_, refused := p.Pids()
 		s.mu.Lock()
 		why := s.stopping
 		threads := 0
@@ -345,21 +332,21 @@ func (f *Fleet) start(s *Server) {
 			threads = s.samples[n-1].Threads
 		}
 		s.mu.Unlock()
-		e := describeExit(werr, cmd.ProcessState, tail.String(), why)
+		e := describeExit(pe, tail.String(), why)
 		if tail.marked() {
 			e.ThreadLimit = true
 			if !strings.HasPrefix(e.How, "the Go runtime") {
 				e.How = "the Go runtime aborted: " + tail.mark
 			}
 		}
-		e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Clock(time.Now()), s.ID, st.PidsLimitHits, threads
-		if err := g.Delete(); err != nil {
-			f.log.Warn("delete cgroup", "server", s.ID, "err", err)
+		e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Clock(time.Now()), s.ID, refused, threads
+		if err := p.Release(); err != nil {
+			f.log.Warn("release server", "server", s.ID, "err", err)
 		}
 		logf.Close()
 		s.mu.Lock()
 		s.exits = append(s.exits, e)
-		s.cmd, s.group, s.route = nil, nil, ""
+		s.proc = nil
 		s.mu.Unlock()
 		close(done)
 		if why == "" || e.ThreadLimit {
@@ -388,8 +375,8 @@ func (f *Fleet) start(s *Server) {
 // stop ends the incarnation of s (SIGTERM, SIGKILL after grace) and waits.
 func (f *Fleet) stop(s *Server, why string, grace time.Duration) {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	if cmd == nil {
+	p, done := s.proc, s.done
+	if p == nil {
 		s.mu.Unlock()
 		return
 	}
@@ -399,11 +386,11 @@ func (f *Fleet) stop(s *Server, why string, grace time.Duration) {
 	if grace <= 0 {
 		sig = syscall.SIGKILL
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	_ = p.Signal(sig)
 	select {
 	case <-done:
-	case <-time.After(max(grace, time.Second)):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	case <-time.After(max(grace, 2*time.Second)):
+		_ = p.Signal(syscall.SIGKILL)
 		<-done
 	}
 }
@@ -424,10 +411,13 @@ func (f *Fleet) AddCapacity(ctx context.Context) ([]string, error) {
 	}
 	f.mu.Unlock()
 	var names []string
+	var wg sync.WaitGroup
 	for _, s := range added {
-		f.start(s)
+		wg.Add(1)
+		go func() { defer wg.Done(); f.start(s) }()
 		names = append(names, s.ID)
 	}
+	wg.Wait()
 	return names, ctx.Err()
 }
 
@@ -464,7 +454,7 @@ func (f *Fleet) Restart(ctx context.Context) error {
 	}
 	for _, s := range f.Active() {
 		s.mu.Lock()
-		running := s.cmd != nil
+		running := s.proc != nil
 		s.mu.Unlock()
 		if running {
 			// Its exit puts it on the restart queue.
@@ -491,7 +481,8 @@ func (f *Fleet) restarter(ctx context.Context) {
 			if d := time.Until(next); d > 0 && !sleep(ctx, d) {
 				return
 			}
-			f.start(s)
+			f.wg.Add(1)
+			go func() { defer f.wg.Done(); f.start(s) }()
 			next = time.Now().Add(every)
 		}
 	}
@@ -521,21 +512,21 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 	now := time.Now()
 	smp := Sample{T: f.cfg.Clock(now)}
 	s.mu.Lock()
-	cmd, route, started, g := s.cmd, s.route, s.started, s.group
+	p, started := s.proc, s.started
 	s.mu.Unlock()
-	if cmd == nil {
+	if p == nil {
 		s.mu.Lock()
 		s.samples = append(s.samples, smp)
 		s.mu.Unlock()
 		return
 	}
 	smp.Up = true
-	smp.Threads, _ = frontend.ProcThreads(cmd.Process.Pid)
-	if g != nil {
-		if st, err := g.Stats(); err == nil {
-			smp.Pids = int(st.Pids)
-		}
+	if pid := p.Pid(); pid > 0 {
+		smp.Threads, _ = frontend.ProcThreads(pid)
 	}
+	cur, _ := p.Pids()
+	smp.Pids = int(cur)
+	route := p.Route()
 	var st frontend.Status
 	if route != "" {
 		rctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout)
@@ -571,7 +562,11 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 	if remove {
 		why := "no answer to the health check"
 		if smp.Answered {
-			why = fmt.Sprintf("shard-map still incomplete %.0fs after start (%d of %d peers synced)", time.Since(started).Seconds(), st.PeersSynced, st.PeersKnown)
+			why = fmt.Sprintf("shard-map still incomplete %.0fs after start (%d of %d peers synced", time.Since(started).Seconds(), st.PeersSynced, st.PeersKnown)
+			if len(st.Waiting) > 0 {
+				why += "; waiting for " + strings.Join(st.Waiting, ", ")
+			}
+			why += ")"
 		}
 		f.event("removed", s.ID, fmt.Sprintf("judged unhealthy after %d failed checks (%s) and removed", fails, why))
 		go f.stop(s, "removed by the health check", 0)
@@ -601,7 +596,7 @@ func (f *Fleet) WaitReady(ctx context.Context) error {
 		all := true
 		for _, s := range f.Active() {
 			s.mu.Lock()
-			ok := s.cmd != nil && !s.started.Before(since) && len(s.samples) > 0 && s.samples[len(s.samples)-1].Ready &&
+			ok := s.proc != nil && !s.started.Before(since) && len(s.samples) > 0 && s.samples[len(s.samples)-1].Ready &&
 				s.samples[len(s.samples)-1].T >= f.cfg.Clock(s.started)
 			s.mu.Unlock()
 			if !ok {
@@ -632,10 +627,10 @@ func (f *Fleet) signal(sig syscall.Signal) error {
 	var errs []error
 	for _, s := range f.Active() {
 		s.mu.Lock()
-		cmd := s.cmd
+		p := s.proc
 		s.mu.Unlock()
-		if cmd != nil {
-			if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		if p != nil {
+			if err := p.Signal(sig); err != nil {
 				errs = append(errs, fmt.Errorf("signal %s: %w", s.ID, err))
 			}
 		}
@@ -673,8 +668,12 @@ func (s *Server) Snapshot() Snapshot {
 // Route returns the server's routing address ("" when down).
 func (s *Server) Route() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.route
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	return p.Route()
 }
 
 // Ready reports whether the last health check found the shard-map complete.
@@ -682,21 +681,16 @@ func (s *Server) Ready() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.samples)
-	return s.cmd != nil && n > 0 && s.samples[n-1].Ready
+	return s.proc != nil && n > 0 && s.samples[n-1].Ready
 }
 
 // threadLimitMarks are what the Go runtime prints when the OS refuses a
 // thread (runtime/os_linux.go newosproc, and cgo's pthread_create).
 var threadLimitMarks = []string{"failed to create new OS thread", "pthread_create failed", "newosproc"}
 
-func describeExit(werr error, ps *os.ProcessState, stderrTail, why string) Exit {
-	e := Exit{Code: -1, ByHarness: why}
-	if ps != nil {
-		e.Code = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.Signal = ws.Signal().String()
-		}
-	}
+func describeExit(pe ProcExit, stderrTail, why string) Exit {
+	e := Exit{Code: pe.Code, Signal: pe.Signal, ByHarness: why}
+	werr := pe.Err
 	for _, m := range threadLimitMarks {
 		if strings.Contains(stderrTail, m) {
 			e.ThreadLimit = true

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +58,8 @@ type Config struct {
 	Prefix string
 	// PeerListen and RouteListen are the listen addresses (127.0.0.1:0 picks a port).
 	PeerListen, RouteListen string
-	// Advertise is the host peers dial (default: PeerListen's host).
+	// Advertise is the host peers dial (default: PeerListen's host; "auto":
+	// the first IPv4 address of a non-loopback interface).
 	Advertise string
 	// PeerThreads is per-peer or pool; PoolThreads sizes the pool.
 	PeerThreads string
@@ -164,6 +166,8 @@ type Status struct {
 	ReadyAfterS float64 `json:"ready_after_s,omitempty"`
 	Routed      int64   `json:"routed"`
 	Refused     int64   `json:"refused"`
+	// Waiting names (up to 5) peers the shard-map waits for, and why.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 type peer struct {
@@ -173,6 +177,7 @@ type peer struct {
 	// its own shard-map has nothing to contribute yet.
 	ready    bool
 	synced   bool
+	learned  time.Time
 	digest   string
 	lastSeen time.Time
 }
@@ -222,13 +227,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.OnListen != nil {
 		cfg.OnListen(peerLn.Addr().String(), routeLn.Addr().String())
 	}
-	adv := func(a net.Addr) string {
-		_, port, _ := net.SplitHostPort(a.String())
-		host := cfg.Advertise
-		if host == "" {
-			host, _, _ = net.SplitHostPort(a.String())
+	host := cfg.Advertise
+	if host == "auto" {
+		if host, err = ownAddress(); err != nil {
+			return err
 		}
-		return net.JoinHostPort(host, port)
+	}
+	adv := func(a net.Addr) string {
+		h, port, _ := net.SplitHostPort(a.String())
+		if host != "" {
+			h = host
+		}
+		return net.JoinHostPort(h, port)
 	}
 	me := Member{ID: cfg.ID, Index: cfg.Index, Cell: s.cell, Peer: adv(peerLn.Addr()), Route: adv(routeLn.Addr())}
 
@@ -380,7 +390,7 @@ func (s *Server) memberUp(ctx context.Context, v []byte, delay time.Duration) {
 			return
 		}
 		pctx, cancel := context.WithCancel(ctx)
-		s.peers[m.ID] = &peer{m: m, cancel: cancel}
+		s.peers[m.ID] = &peer{m: m, cancel: cancel, learned: time.Now()}
 		n := len(s.peers)
 		s.mu.Unlock()
 		s.log.Info("peer learned", "peer", m.ID, "peers", n)
@@ -601,15 +611,22 @@ func (s *Server) servePeer(ctx context.Context, conn net.Conn) {
 	}
 }
 
+// joinGrace is how long a server that already routes keeps routing while a
+// newly learned peer has not been heard from yet (it may still be starting).
+const joinGrace = 10
+
 // readyLocked reports whether the shard-map is complete: the table is
 // loaded, every known peer was heard from within 3 heartbeats, and every
-// peer that has its own shard-map sent it (or its digest) and agrees. It
-// also counts the peers that count as synced.
+// peer that has its own shard-map sent it (or its digest) and agrees. Once
+// the server has routed, a peer it learned less than joinGrace heartbeats
+// ago and never heard from does not count yet. It also counts the peers
+// that count as synced.
 func (s *Server) readyLocked(now time.Time) (ready bool, synced int) {
 	ok := s.table != nil
 	for _, p := range s.peers {
 		heard := !p.lastSeen.IsZero() && now.Sub(p.lastSeen) <= 3*s.cfg.Heartbeat
-		good := heard && (!p.ready || (p.synced && p.digest == s.digest))
+		joining := p.lastSeen.IsZero() && !s.readyAt.IsZero() && now.Sub(p.learned) < joinGrace*s.cfg.Heartbeat
+		good := joining || heard && (!p.ready || (p.synced && p.digest == s.digest))
 		if good {
 			synced++
 		} else {
@@ -654,6 +671,22 @@ func (s *Server) status() Status {
 	if !s.readyAt.IsZero() {
 		st.ReadyAfterS = s.readyAt.Sub(s.start).Seconds()
 	}
+	for id, p := range s.peers {
+		if len(st.Waiting) >= 5 {
+			break
+		}
+		switch {
+		case p.lastSeen.IsZero():
+			st.Waiting = append(st.Waiting, id+" (never heard)")
+		case now.Sub(p.lastSeen) > 3*s.cfg.Heartbeat:
+			st.Waiting = append(st.Waiting, fmt.Sprintf("%s (silent %.0fs)", id, now.Sub(p.lastSeen).Seconds()))
+		case p.ready && !p.synced:
+			st.Waiting = append(st.Waiting, id+" (ready, no shard-map yet)")
+		case p.ready && p.digest != s.digest:
+			st.Waiting = append(st.Waiting, id+" (shard-map differs)")
+		}
+	}
+	sort.Strings(st.Waiting)
 	return st
 }
 
@@ -694,6 +727,21 @@ func (s *Server) handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	return mux
+}
+
+// ownAddress is the first IPv4 address of a non-loopback interface: what
+// peers dial when the server runs in a container (no name lookup needed).
+func ownAddress() (string, error) {
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("find own address: %w", err)
+	}
+	for _, a := range ifs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", errors.New("find own address: no non-loopback IPv4 address")
 }
 
 // Threads is this process's OS thread count (/proc/self/status).

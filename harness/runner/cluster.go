@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/dockeretcd"
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/images"
 	"github.com/chaoslab/chaoslab/harness/limits"
@@ -209,6 +210,7 @@ func chooseBackend(ctx context.Context, name string, s *scenarios.Scenario, o Op
 var imageDefaults = map[string][]string{
 	"zookeeper": {"zookeeper:3.8", images.ZooKeeperRef},
 	"client":    {images.ChaoslabRepo + ":" + images.DefaultChaoslabTag},
+	"etcd":      {dockeretcd.OfficialImage, dockeretcd.DefaultImage},
 }
 
 // resolveImage picks the image of a system: --image flag, then the

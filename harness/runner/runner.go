@@ -64,7 +64,7 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	var why string
 	var err error
 	if isFleet(s) {
-		be, why, err = chooseFleetBackend(o.Backend)
+		be, why, err = chooseFleetBackend(ctx, o.Backend, s, o)
 	} else {
 		be, why, err = chooseBackend(ctx, o.Backend, s, o)
 	}
@@ -161,7 +161,12 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 			runErr = errors.Join(runErr, fmt.Errorf("variant %s: %w", name, err))
 		}
 		if fb, ok := be.(fleetBackend); ok && r.Versions["etcd"] == "" {
-			r.Versions["etcd"] = images.EtcdVersion + " (" + *fb.etcdBin + ")"
+			if fb.docker {
+				r.Versions["image etcd"] = fb.etcdImage
+				r.Versions["image front-end"] = fb.clientImage
+			} else {
+				r.Versions["etcd"] = images.EtcdVersion + " (" + *fb.etcdBin + ")"
+			}
 			delete(r.Versions, "java")
 		}
 		if r.Versions["zookeeper"] == "" && v.zkVersion != "" {

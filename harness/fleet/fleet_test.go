@@ -1,0 +1,39 @@
+package fleet
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// What the Go runtime prints when the OS refuses a thread, with and without
+// cgo, is recognised even when the goroutine dump after it is long.
+func TestThreadLimitMarks(t *testing.T) {
+	for _, first := range []string{
+		"runtime: failed to create new OS thread (have 40 already; errno=11)\nruntime: may need to increase max user processes (ulimit -u)\nfatal error: newosproc\n",
+		"runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\n",
+	} {
+		tw := &tailWriter{w: io.Discard, max: 64}
+		tw.Write([]byte("time=... level=INFO msg=\"peer learned\"\n"))
+		tw.Write([]byte(first))
+		tw.Write([]byte(strings.Repeat("goroutine 1 [running]:\nmain.main()\n", 200)))
+		if !tw.marked() {
+			t.Fatalf("not recognised: %q", first)
+		}
+		if !strings.HasPrefix(tw.mark, "runtime") {
+			t.Fatalf("mark %q", tw.mark)
+		}
+		e := describeExit(ProcExit{Code: 2}, tw.String(), "")
+		if e.ThreadLimit {
+			t.Fatal("the tail alone (after a long dump) should not carry the mark; the stream does")
+		}
+	}
+	e := describeExit(ProcExit{Code: 2}, "runtime: failed to create new OS thread (have 40 already; errno=11)\n", "")
+	if !e.ThreadLimit || !strings.Contains(e.How, "failed to create new OS thread") {
+		t.Fatalf("%+v", e)
+	}
+	e = describeExit(ProcExit{Code: -1, Signal: "killed"}, "", "removed by the health check")
+	if e.ThreadLimit || e.How != "removed by the health check" {
+		t.Fatalf("%+v", e)
+	}
+}
