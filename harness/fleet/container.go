@@ -1,10 +1,10 @@
 package fleet
 
 import (
-	"net"
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
