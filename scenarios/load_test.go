@@ -528,3 +528,22 @@ func TestLoadNamesTheFile(t *testing.T) {
 	_, err = scenarios.Load(filepath.Join(t.TempDir(), "missing.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// The IL-0384 fleet's fields are checked with file, line and field path.
+func TestFleetErrors(t *testing.T) {
+	src, err := scenarios.ReadBuiltin("il-0384-kinesis-thread-per-peer.yaml")
+	require.NoError(t, err)
+	for _, tc := range []struct{ from, to, want string }{
+		{"    peer_threads: per-peer\n    bootstrap: peers\n    bootstrap_timeout", "    peer_threads: shared\n    bootstrap: peers\n    bootstrap_timeout", "workload.fleet.peer_threads: want per-peer or pool"},
+		{"thread_limit: 40", "thread_limit: 4", "workload.fleet.thread_limit"},
+		{"        pool_threads: 4\n", "", "variants.mitigated.workload.fleet.pool_threads: pool needs pool_threads >= 1"},
+		{"  etcd:\n    members: 3", "  etcd:\n    members: 9", "topology.etcd.members: want 1 to 7"},
+		{"target: fleet\n      duration: 30s", "target: leader\n      duration: 30s", "add-capacity acts on the fleet"},
+	} {
+		bad := strings.Replace(string(src), tc.from, tc.to, 1)
+		require.NotEqual(t, string(src), bad, tc.from)
+		_, err := scenarios.Parse("fleet.yaml", []byte(bad))
+		require.ErrorContains(t, err, tc.want)
+		require.ErrorContains(t, err, "fleet.yaml:")
+	}
+}

@@ -69,12 +69,12 @@ func state(t *testing.T, pid int) string {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"cpu-throttle", "disconnect", "kill-restart", "pause", "replace"}, Names())
+	require.Equal(t, []string{"add-capacity", "cpu-throttle", "disconnect", "kill-restart", "pause", "replace", "restart-fleet"}, Names())
 	f, err := Get("pause")
 	require.NoError(t, err)
 	require.Equal(t, "pause", f.Name())
 	_, err = Get("meteor")
-	require.ErrorContains(t, err, `unknown fault "meteor" (known: cpu-throttle, disconnect, kill-restart, pause, replace)`)
+	require.ErrorContains(t, err, `unknown fault "meteor" (known: add-capacity, cpu-throttle, disconnect, kill-restart, pause, replace, restart-fleet)`)
 	require.Panics(t, func() { Register(Pause{}) })
 	require.Error(t, Pause{}.Available(nil))
 }
