@@ -106,11 +106,11 @@ func markdown(v *view) string {
 			p("\n")
 		}
 
-		p("### Clients\n\n")
+		p("### %s\n\n", vv.WhoAll)
 		if len(vv.Clients) == 0 {
 			p("No client summary was recorded.\n\n")
 		} else {
-			p("| Client | Starts | Exits | OOM kills | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|\n")
+			p("| %s | Starts | Exits | OOM kills | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|\n", vv.Who)
 			for _, c := range vv.Clients {
 				log := "—"
 				if c.Log != "" {

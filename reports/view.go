@@ -72,7 +72,10 @@ type variantView struct {
 	Events      []eventRow
 	EventsMore  int
 	Clients     []clientRow
-	LogDir      string
+	// Who the Clients rows are: "Client", or "Server" for a front-end fleet.
+	Who    string
+	WhoAll string
+	LogDir string
 }
 
 type checkRow struct {
@@ -241,6 +244,10 @@ func newVariantView(vr *VariantResult) variantView {
 			continue
 		}
 		vv.Events = append(vv.Events, eventRow{T: fmtSeconds(e.T), Kind: label, Source: e.Source, Detail: e.Detail})
+	}
+	vv.Who, vv.WhoAll = "Client", "Clients"
+	if vr.Workload.Kind == "kinesis-frontend" {
+		vv.Who, vv.WhoAll = "Server", "Front-end servers"
 	}
 	for _, c := range vr.Clients {
 		vv.Clients = append(vv.Clients, clientRow{

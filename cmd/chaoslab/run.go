@@ -85,7 +85,7 @@ it started, and still writes a report marked aborted.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&variant, "variant", "both", "vulnerable, mitigated or both")
+	f.StringVar(&variant, "variant", "both", "a variant (vulnerable, mitigated, ...), a comma-separated list, or both (every variant)")
 	f.Int64Var(&seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
 	f.StringVar(&out, "out", "out/runs", "parent folder of the run's report folder")
 	f.StringVar(&backend, "backend", "auto", "where servers and clients run: local (processes here), docker (containers), auto (docker when an engine answers and the images are here, else local)")
