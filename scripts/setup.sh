@@ -10,6 +10,8 @@ command -v java >/dev/null || need+=(default-jre-headless)
 [ -f /usr/share/java/slf4j-simple.jar ] || need+=(libslf4j-java)
 [ -f /usr/share/java/servlet-api.jar ] || need+=(libservlet-api-java)
 command -v nc >/dev/null || need+=(netcat-openbsd)
+# SimPy (2, Debian's) for the simulator's side-by-side benchmark and check.
+[ -d /usr/lib/python3/dist-packages/SimPy ] || need+=(python3-simpy)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
