@@ -141,6 +141,11 @@ type Fleet struct {
 	// restarting is set once the operator's restart has begun.
 	restarting bool
 	restartAt  time.Time
+	// closed is set by Close; launching counts starts in flight, which
+	// Close waits for before it stops the servers (a start that finished
+	// after the stop would leave its server running).
+	closed    bool
+	launching sync.WaitGroup
 }
 
 // Start launches the fleet's servers (spread over StartSpread) and its
@@ -261,9 +266,14 @@ func (f *Fleet) args(s *Server, inc int) []string {
 // start runs a new incarnation of s through the launcher; it returns once
 // the server runs (or failed to start).
 func (f *Fleet) start(s *Server) {
-	if f.ctx.Err() != nil {
+	f.mu.Lock()
+	if f.closed || f.ctx.Err() != nil {
+		f.mu.Unlock()
 		return
 	}
+	f.launching.Add(1)
+	f.mu.Unlock()
+	defer f.launching.Done()
 	s.mu.Lock()
 	if s.proc != nil || s.starting || s.retired {
 		s.mu.Unlock()
@@ -367,7 +377,10 @@ func (f *Fleet) start(s *Server) {
 		retired := s.retired
 		s.mu.Unlock()
 		if restarting && !retired && f.ctx.Err() == nil {
-			f.restart <- s
+			select {
+			case f.restart <- s:
+			case <-f.ctx.Done():
+			}
 		}
 	}()
 }
@@ -460,7 +473,11 @@ func (f *Fleet) Restart(ctx context.Context) error {
 			// Its exit puts it on the restart queue.
 			go f.stop(s, "restarted by the operator", 5*time.Second)
 		} else {
-			f.restart <- s
+			select {
+			case f.restart <- s:
+			case <-f.ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
 	return ctx.Err()
@@ -575,7 +592,11 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 
 // Close stops every server and waits for the fleet's goroutines.
 func (f *Fleet) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
 	f.cancel()
+	f.launching.Wait()
 	var wg sync.WaitGroup
 	for _, s := range f.Servers() {
 		wg.Add(1)
