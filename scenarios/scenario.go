@@ -6,6 +6,7 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -183,8 +184,7 @@ type Fleet struct {
 
 // Added is the number of servers the capacity addition adds.
 func (f Fleet) Added() int {
-	n := int(float64(f.Servers)*f.AddFraction + 0.999999)
-	return max(n, 1)
+	return max(int(math.Ceil(float64(f.Servers)*f.AddFraction)), 1)
 }
 
 // Tree describes the seeded subtree: Fanout[i] children at depth i+1.

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,8 +30,8 @@ import (
 type Config struct {
 	// Servers is the fleet's size before capacity is added.
 	Servers int
-	// AddFraction sizes the capacity addition: ceil(Servers * AddFraction).
-	AddFraction float64
+	// Added is how many servers the capacity addition brings.
+	Added int
 	// Launcher starts a server incarnation (a process or a container).
 	Launcher Launcher
 	// Etcd are the etcd endpoints as the servers reach them.
@@ -408,9 +407,9 @@ func (f *Fleet) stop(s *Server, why string, grace time.Duration) {
 	}
 }
 
-// AddCapacity starts ceil(Servers*AddFraction) new servers at once.
+// AddCapacity starts the Added new servers at once.
 func (f *Fleet) AddCapacity(ctx context.Context) ([]string, error) {
-	n := int(math.Ceil(float64(f.cfg.Servers) * f.cfg.AddFraction))
+	n := f.cfg.Added
 	if n < 1 {
 		return nil, errors.New("add capacity: the addition is 0 servers (fleet.add_fraction)")
 	}

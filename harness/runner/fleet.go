@@ -246,7 +246,7 @@ func (v *variantRun) runFleet(ctx context.Context) (err error) {
 		lease = 3 * time.Second
 	}
 	f, err := fleet.Start(runCtx, fleet.Config{
-		Servers: fl.Servers, AddFraction: fl.AddFraction,
+		Servers: fl.Servers, Added: fl.Added(),
 		Launcher: launcher, Etcd: serverEtcd, Prefix: prefix,
 		PeerThreads: fl.PeerThreads, PoolThreads: fl.PoolThreads, CellSize: fl.CellSize, Bootstrap: fl.Bootstrap,
 		BootstrapTimeout: fl.BootstrapTimeout.D(), LearnSpread: fl.LearnSpread.D(), Heartbeat: fl.Heartbeat.D(),
