@@ -416,6 +416,10 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 	p.X.Label.Text = "seconds from variant start"
 	p.Y.Label.Text = unit
 	p.X.Tick.Marker = niceTicks{n: 8}
+	if ax.xmax-ax.xmin > 1800 { // a simulated incident's hours
+		p.X.Tick.Marker = clockTicks{n: 8}
+		p.X.Label.Text = "time from variant start"
+	}
 	p.Y.Tick.Marker = niceTicks{n: 5, integer: ax.integer}
 
 	grid := plotter.NewGrid()
@@ -755,6 +759,51 @@ func (t niceTicks) Ticks(min, max float64) []plot.Tick {
 		ticks = append(ticks, plot.Tick{Value: x, Label: label})
 	}
 	return ticks
+}
+
+// clockTicks labels a long time axis (seconds) in minutes or hours: 30m,
+// 2h, 1d12h.
+type clockTicks struct{ n int }
+
+func (t clockTicks) Ticks(min, max float64) []plot.Tick {
+	if !(max > min) || !finite(min) || !finite(max) {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	span := (max - min) / float64(t.n)
+	step := 86400.0
+	for _, s := range []float64{60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400} {
+		if s >= span {
+			step = s
+			break
+		}
+	}
+	var ticks []plot.Tick
+	first := math.Ceil(min/step-1e-9) * step
+	for i := 0; i < 1000; i++ {
+		x := first + float64(i)*step
+		if x > max+step*1e-6 {
+			break
+		}
+		ticks = append(ticks, plot.Tick{Value: x, Label: clockLabel(x)})
+	}
+	return ticks
+}
+
+func clockLabel(s float64) string {
+	m := int(math.Round(s / 60))
+	switch {
+	case m == 0:
+		return "0"
+	case m%1440 == 0:
+		return fmt.Sprintf("%dd", m/1440)
+	case m >= 1440 && m%60 == 0:
+		return fmt.Sprintf("%dd%dh", m/1440, m%1440/60)
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", m/60)
+	case m > 60:
+		return fmt.Sprintf("%dh%02d", m/60, m%60)
+	}
+	return fmt.Sprintf("%dm", m)
 }
 
 // niceStep rounds x up to 1, 2, 2.5 or 5 times a power of ten.

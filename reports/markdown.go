@@ -151,6 +151,28 @@ func markdown(v *view) string {
 		p("\n")
 	}
 
+	if len(v.Incident) > 0 {
+		p("## Against the write-up\n\n")
+		p("| What the write-up says | Published | Variant | Metric | Simulated | Agreement band | Result |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range v.Incident {
+			inc := r.Incident
+			if r.Note != "" {
+				inc += " (" + r.Note + ")"
+			}
+			p("| %s | %s | %s | `%s` | %s | %s | %s |\n", mdCell(inc), mdCell(r.Published), r.Variant, r.Metric, r.Simulated, r.Band, r.Result)
+		}
+		p("\n")
+	}
+	if len(v.Maps) > 0 {
+		p("## Metastability maps\n\n")
+		for _, m := range v.Maps {
+			p("### %s\n\n%s\n\n```\n%s```\n\n", mdText(m.Title), mdText(m.Caption), m.Text)
+			if m.Note != "" {
+				p("%s\n\n", mdText(m.Note))
+			}
+		}
+	}
+
 	p("## Case record\n\n")
 	if v.Record != "" {
 		p("- Record: `%s`\n", v.Record)

@@ -39,9 +39,14 @@ type Report struct {
 	// Comparisons across variants (e.g. vulnerable peak >= 10x mitigated).
 	Comparisons []verdict.Check `json:"comparisons,omitempty"`
 	// Evidence rows: what the incident says next to what each variant measured.
-	Evidence []EvidenceRow   `json:"evidence,omitempty"`
-	Verdict  verdict.Verdict `json:"verdict"`
-	Reason   string          `json:"reason"`
+	Evidence []EvidenceRow `json:"evidence,omitempty"`
+	// Incident compares a simulated run with the numbers the write-up
+	// publishes (`chaoslab sim` at the incident's scale).
+	Incident []IncidentRow `json:"incident_comparison,omitempty"`
+	// Maps are metastability maps (`chaoslab sim --sweep`).
+	Maps    []Map           `json:"maps,omitempty"`
+	Verdict verdict.Verdict `json:"verdict"`
+	Reason  string          `json:"reason"`
 	// ExpectationMet: every variant reached its expected verdict and every
 	// comparison held. `chaoslab run` exits 0 only then.
 	ExpectationMet bool `json:"expectation_met"`
@@ -84,7 +89,10 @@ type VariantResult struct {
 	// ClientLimitMB is the memory limit as enforced on each client when it
 	// differs from Workload.MemoryLimitMB (a container's limit also holds
 	// the page cache of its executable); ClientLimitNote says why.
-	ClientLimitMB   int             `json:"client_limit_mb,omitempty"`
+	ClientLimitMB int `json:"client_limit_mb,omitempty"`
+	// Parameters are a simulated variant's model parameters, in order
+	// (`chaoslab sim`; a harness run has its Workload instead).
+	Parameters      []Parameter     `json:"parameters,omitempty"`
 	ClientLimitNote string          `json:"client_limit_note,omitempty"`
 	Expect          verdict.Verdict `json:"expect"`
 	Verdict         verdict.Verdict `json:"verdict"`
@@ -107,6 +115,12 @@ type VariantResult struct {
 	Clients    []ClientSummary `json:"clients"`
 	// LogDir holds the servers' and clients' logs, relative to the report.
 	LogDir string `json:"log_dir"`
+}
+
+// Parameter is one model parameter of a simulated variant.
+type Parameter struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // FaultWindow is one fault injection.
@@ -243,6 +257,9 @@ func Load(path string) (*Report, error) {
 // another one, to ask whether an old run would pass new hypotheses) and
 // returns the verdict it reaches; the report is updated in place.
 func (r *Report) Recheck(s *scenarios.Scenario) (verdict.Verdict, string, error) {
+	if s == nil && r.Scenario == nil && r.Backend == "sim" {
+		return r.recheckStored()
+	}
 	if s == nil {
 		s = r.Scenario
 	}
@@ -299,4 +316,32 @@ func (v *VariantResult) MemoryLimitMB() int {
 		return v.ClientLimitMB
 	}
 	return v.Workload.MemoryLimitMB
+}
+
+// recheckStored judges a simulated run's metrics again against the
+// hypotheses stored with each variant (a model's hypotheses are not a
+// scenario file's); the comparisons are kept as they were judged.
+func (r *Report) recheckStored() (verdict.Verdict, string, error) {
+	var outcomes []verdict.Outcome
+	for _, v := range r.Variants {
+		if v.Verdict == verdict.Aborted {
+			outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: verdict.Aborted, Expect: v.Expect, Reason: v.Reason})
+			continue
+		}
+		m := map[string]float64{}
+		for k, x := range v.Metrics {
+			m[k] = float64(x)
+		}
+		hs := make([]scenarios.Hypothesis, len(v.Hypotheses))
+		for i, c := range v.Hypotheses {
+			hs[i] = scenarios.Hypothesis{ID: c.ID, Description: c.Description, Metric: c.Metric, Op: c.Op, Threshold: c.Threshold}
+		}
+		v.Hypotheses, v.Verdict, v.Reason = verdict.Hypotheses(hs, m)
+		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: v.Verdict, Expect: v.Expect, Reason: v.Reason})
+	}
+	if r.Verdict != verdict.Aborted {
+		r.Verdict, r.Reason = verdict.Scenario(outcomes, r.Comparisons)
+	}
+	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
+	return r.Verdict, r.Reason, nil
 }

@@ -53,6 +53,23 @@ func Summary(r *Report) string {
 			p("    %s %s\n", checkMark(c), c.String())
 		}
 	}
+	if len(r.Incident) > 0 {
+		p("  against the write-up:\n")
+		for _, row := range r.Incident {
+			mark := "✓"
+			if !row.Matches {
+				mark = "✗"
+			}
+			p("    %s %s (%s): published %s, simulated %s %s (band %s–%s)\n", mark, row.Metric, row.Variant, row.Published,
+				verdict.FormatValue(float64(row.Simulated)), row.Unit, verdict.FormatValue(float64(row.Low)), verdict.FormatValue(float64(row.High)))
+		}
+	}
+	for _, m := range r.Maps {
+		p("  map: %s (%d runs, %.1f s)\n", m.Title, m.Runs, m.Seconds)
+		for _, line := range strings.Split(strings.TrimRight(newMapView(m).Text, "\n"), "\n") {
+			p("    %s\n", line)
+		}
+	}
 	if r.Dir != "" {
 		p("  report: %s\n", filepath.Join(r.Dir, "index.html"))
 	}

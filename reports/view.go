@@ -36,6 +36,8 @@ type view struct {
 	Comparisons []checkRow
 	EvidenceCol []string // variant names
 	Evidence    []evidenceRow
+	Incident    []incidentView
+	Maps        []mapView
 
 	Record  string
 	Sources []Source
@@ -201,6 +203,12 @@ func newView(r *Report) *view {
 		}
 		v.Evidence = append(v.Evidence, row)
 	}
+	for _, row := range r.Incident {
+		v.Incident = append(v.Incident, newIncidentView(row))
+	}
+	for _, m := range r.Maps {
+		v.Maps = append(v.Maps, newMapView(m))
+	}
 	v.HowTo = howToRead
 	return v
 }
@@ -216,6 +224,12 @@ func newVariantView(vr *VariantResult) variantView {
 		Reason:      vr.Reason,
 		LogDir:      vr.LogDir,
 		Workload:    workloadFacts(vr.Workload, vr.ClientLimitNote),
+	}
+	if len(vr.Parameters) > 0 {
+		vv.Workload = nil
+		for _, p := range vr.Parameters {
+			vv.Workload = append(vv.Workload, kv{p.Name, p.Value})
+		}
 	}
 	vv.AsExpected = "no"
 	if vr.Expect == "" {

@@ -423,3 +423,18 @@ func (m Kinesis) Run() KinesisResult {
 	k.res.Events = s.Events()
 	return k.res
 }
+
+// IncidentKinesis is IL-0384 at its own scale: a fleet of "many thousands"
+// (3,600: what a few hundred servers an hour need for the 12 h 16 min from
+// the first restarted servers to full recovery), 10% added over the learning
+// hour, a thread limit between the fleet's old and new needs, and the
+// restart from 7 h 23 min after the addition (02:44 to 10:07 PST).
+func IncidentKinesis() Kinesis {
+	return Kinesis{
+		Servers: 3600, Added: 360, ThreadLimit: 50 + 3599 + 180, BaseThreads: 50, PerPeer: true,
+		LearnSpread: 3600, DecodeCost: 0.005, EncodeCost: 0.002, DigestCost: 0.00005, StoreCost: 0.05,
+		Load: 0.5, HealthEvery: 10, HealthTimeout: 5, HealthGrace: 120, HealthFailures: 3, LeaseTTL: 40,
+		AddAt: 0, AddSpan: 63 * 60, RemoveAt: 3 * 3600, RestartAt: 26580, RestartRate: 300.0 / 3600,
+		Horizon: 26580 + 16*3600, Sample: 60, Seed: 1,
+	}
+}

@@ -6,21 +6,6 @@ import (
 	"time"
 )
 
-// IL0384 is the incident at its own scale: a fleet of "many thousands"
-// (3,600: what a few hundred servers an hour need for the 12 h 16 min from
-// the first restarted servers to full recovery), 10% added over the learning
-// hour, a thread limit between the fleet's old and new needs, and the
-// restart from 7 h 23 min after the addition (02:44 to 10:07 PST).
-func IL0384() Kinesis {
-	return Kinesis{
-		Servers: 3600, Added: 360, ThreadLimit: 50 + 3599 + 180, BaseThreads: 50, PerPeer: true,
-		LearnSpread: 3600, DecodeCost: 0.005, EncodeCost: 0.002, DigestCost: 0.00005, StoreCost: 0.05,
-		Load: 0.5, HealthEvery: 10, HealthTimeout: 5, HealthGrace: 120, HealthFailures: 3, LeaseTTL: 40,
-		AddAt: 0, AddSpan: 63 * 60, RemoveAt: 3 * 3600, RestartAt: 26580, RestartRate: 300.0 / 3600,
-		Horizon: 26580 + 16*3600, Sample: 60, Seed: 1,
-	}
-}
-
 func firstBelow(r KinesisResult, x float64) float64 {
 	for i, v := range r.Routing {
 		if v < x {
@@ -32,7 +17,7 @@ func firstBelow(r KinesisResult, x float64) float64 {
 
 func TestKinesisIncidentScale(t *testing.T) {
 	start := time.Now()
-	m := IL0384()
+	m := IncidentKinesis()
 	r := m.Run()
 	t.Logf("slow restart: %d events in %s; over limit %d, removals %d, max threads %d, recovered %.0f min after the restart began; half the fleet down %.0f min after the addition",
 		r.Events, time.Since(start).Round(time.Millisecond), r.OverLimit, r.Removals, r.MaxThreads, r.Recovered/60, firstBelow(r, 0.5)/60)

@@ -321,6 +321,32 @@ func (c *Container) MemoryUsage(ctx context.Context) (uint64, error) {
 	return st.MemoryStats.Usage, nil
 }
 
+// MemoryFileBytes returns the page cache the kernel charges to the
+// container (memory.stat "total_cache" with cgroup v1, "file" with v2):
+// the pages of the container's executable it was first to read, among
+// others. The anonymous memory a process allocates is not in it.
+func (c *Container) MemoryFileBytes(ctx context.Context) (uint64, error) {
+	cli, err := Client(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read memory stats: %w", err)
+	}
+	res, err := cli.ContainerStats(ctx, c.GetContainerID(), client.ContainerStatsOptions{IncludePreviousSample: false})
+	if err != nil {
+		return 0, fmt.Errorf("read memory stats: %w", err)
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("read memory stats: %w", err)
+	}
+	for _, k := range []string{"total_cache", "cache", "file"} {
+		if v, ok := st.MemoryStats.Stats[k]; ok {
+			return v, nil
+		}
+	}
+	return 0, errors.New("read memory stats: the engine reports no page cache figure")
+}
+
 // SetPidsLimit sets the live container's pids limit; n <= 0 lifts it.
 func (c *Container) SetPidsLimit(ctx context.Context, n int64) error {
 	if n <= 0 {

@@ -23,12 +23,21 @@ type containerLauncher struct {
 	image   string
 	network string
 	runID   string
-	// textMB is added to the memory limit: the kernel charges the page
-	// cache of the client's executable to the container, which a local
-	// process shares with its parent. Without it a container would have
-	// less room than a process for the same scenario.
+	// textMB bounds what is added to the memory limit for the page cache
+	// of the client's executable. The kernel charges a page of the shared
+	// image to the first container that reads it; a local process shares
+	// the pages with its parent and is charged for none. Each container
+	// starts with the whole allowance, and once its executable is paged
+	// in (settle) its limit is lowered to the memory limit plus the page
+	// cache actually charged to it: the same room for anonymous memory as
+	// a local process, whichever container was first to read the image.
 	textMB int
 }
+
+// settle is how long a client container runs before the page cache
+// charged to it is measured: by then it has connected, read and reported,
+// which pages in the code it runs.
+const settle = 2 * time.Second
 
 func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, bool, error) {
 	lines := &lineSplitter{onStdout: l.OnStdout, log: l.Log}
@@ -65,6 +74,9 @@ func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, boo
 	}()
 	l.OnStart("container " + name)
 
+	started := time.Now()
+	allowance := d.textMB
+	settled := mem == 0 || d.textMB == 0
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -81,6 +93,10 @@ func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, boo
 		}
 		st := ins.State
 		if st.Running {
+			if !settled && time.Since(started) >= settle {
+				settled = true
+				allowance = d.settle(ctx, c, l)
+			}
 			continue
 		}
 		// Give the log stream a moment to deliver the last samples.
@@ -90,7 +106,7 @@ func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, boo
 		case st.OOMKilled:
 			e.OOM = true
 			e.Signal = "killed"
-			e.How = fmt.Sprintf("killed by the kernel OOM killer (container state OOMKilled, exit %d, limit %d MiB + %d MiB for the executable)", st.ExitCode, l.MemoryMB, d.textMB)
+			e.How = fmt.Sprintf("killed by the kernel OOM killer (container state OOMKilled, exit %d, limit %d MiB + %d MiB of page cache charged to it)", st.ExitCode, l.MemoryMB, allowance)
 		case st.ExitCode == 137:
 			e.Signal = "killed"
 			e.How = "killed by SIGKILL (exit 137, not an OOM kill by the container state)"
@@ -99,6 +115,28 @@ func (d containerLauncher) Run(ctx context.Context, l launch) (reports.Exit, boo
 		}
 		return e, false, nil
 	}
+}
+
+// settle lowers the container's limit to the memory limit plus the page
+// cache charged to it, and returns that allowance in MiB (the whole
+// allowance when it cannot be measured or set, which it logs).
+func (d containerLauncher) settle(ctx context.Context, c testcontainers.Container, l launch) int {
+	dc := &docker.Container{Container: c}
+	file, err := dc.MemoryFileBytes(ctx)
+	if err != nil {
+		fmt.Fprintf(l.Log, "chaoslab: keeping the %d MiB executable allowance: %v\n", d.textMB, err)
+		return d.textMB
+	}
+	mb := int((file + (1 << 20) - 1) >> 20)
+	if mb >= d.textMB {
+		return d.textMB
+	}
+	if err := dc.SetMemoryLimit(ctx, int64(l.MemoryMB+mb)<<20); err != nil {
+		fmt.Fprintf(l.Log, "chaoslab: keeping the %d MiB executable allowance: %v\n", d.textMB, err)
+		return d.textMB
+	}
+	fmt.Fprintf(l.Log, "chaoslab: memory limit %d MiB + %d MiB of page cache charged to this container = %d MiB\n", l.MemoryMB, mb, l.MemoryMB+mb)
+	return mb
 }
 
 // lineSplitter turns a container's log chunks into lines: stdout lines go

@@ -21,7 +21,6 @@ import (
 	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
-	"github.com/chaoslab/chaoslab/seeds"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -208,19 +207,7 @@ func readSource(path string) ([]byte, error) {
 	return scenarios.ReadBuiltin(filepath.Base(path))
 }
 
-func caseRef(id string) reports.CaseRef {
-	ref := reports.CaseRef{ID: id}
-	rec, err := seeds.Get(id)
-	if err != nil {
-		return ref
-	}
-	ref.Title = rec.Title
-	ref.Record = "seeds/" + rec.File()
-	for _, src := range rec.Sources {
-		ref.Sources = append(ref.Sources, reports.Source{URL: src.URL, Archived: src.Archived})
-	}
-	return ref
-}
+func caseRef(id string) reports.CaseRef { return reports.CaseRefFor(id) }
 
 func hostInfo() reports.Host {
 	h := reports.Host{OS: runtime.GOOS + "/" + runtime.GOARCH, Cores: runtime.NumCPU()}

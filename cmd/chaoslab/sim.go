@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/sim/cases"
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+func simCmd() *cobra.Command {
+	var (
+		scale     string
+		calibrate string
+		sweep     bool
+		seed      uint64
+		out       string
+		workers   int
+	)
+	cmd := &cobra.Command{
+		Use:   "sim [ID]",
+		Short: "Run an incident's discrete-event model and write its report",
+		Long: `Run the discrete-event model of an incident (sim/) for each of its
+variants, at the incident's scale (compared with the numbers the write-up
+publishes) or at the harness's (compared with a harness run, with
+--calibrate taking the model's parameters from that run's report), and
+write a report of the same kind as 'chaoslab run' to OUT/<id>-sim-<scale>-<time>/.
+--sweep adds the metastability maps: the outcome over a grid of trigger
+settings, with the incident's point marked.
+
+Without ID, lists the models. Exit status as for 'chaoslab run'.`,
+		Example: `  chaoslab sim
+  chaoslab sim il-0384 --sweep
+  chaoslab sim il-0587 --scale harness --calibrate out/runs/il-0587-zk-treecache-reconnect-storm-<time>
+  chaoslab sim aws-ebs-2011 --seed 7`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSCALES\tMODEL\tSCENARIO\tTITLE")
+				for _, c := range cases.All() {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, strings.Join(c.Scales, ","), c.Model, orNone(c.Scenario), c.Title)
+				}
+				return tw.Flush()
+			}
+			c, err := cases.Get(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithCancelCause(cmd.Context())
+			defer cancel(nil)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			go func() {
+				select {
+				case sig := <-sigs:
+					slog.Warn("interrupted: stopping the model runs and writing an aborted report", "signal", sig.String())
+					cancel(fmt.Errorf("%s received", sig))
+				case <-ctx.Done():
+				}
+			}()
+			rerun := fmt.Sprintf("chaoslab sim %s --seed %d", c.ID, seed)
+			if scale != "" {
+				rerun += " --scale " + scale
+			}
+			if calibrate != "" {
+				rerun += " --calibrate " + calibrate
+			}
+			if sweep {
+				rerun += " --sweep"
+			}
+			r, err := cases.Run(ctx, c, cases.Options{
+				Scale: scale, Seed: seed, Calibrate: calibrate, Sweep: sweep, Workers: workers, Rerun: rerun,
+				Progress: func(msg string, args ...any) { slog.Info(msg, args...) },
+			})
+			if err != nil {
+				return err
+			}
+			dir := filepath.Join(out, r.RunID)
+			if err := reports.Write(r, dir); err != nil {
+				return err
+			}
+			r.Dir = dir
+			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
+			if r.Verdict == verdict.Aborted {
+				return errAborted
+			}
+			if !r.ExpectationMet {
+				return errExpectation
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&scale, "scale", "", "incident (the write-up's scale, compared with its numbers) or harness (the harness scenario's scale); default: the model's first")
+	f.StringVar(&calibrate, "calibrate", "", "a harness run's report (folder or report.json) to take the model's parameters from (with --scale harness)")
+	f.BoolVar(&sweep, "sweep", false, "also draw the metastability maps (a grid of model runs)")
+	f.Uint64Var(&seed, "seed", 1, "random seed (recorded in the report; the same seed gives the same run)")
+	f.StringVar(&out, "out", "out/sims", "parent folder of the report folder")
+	f.IntVar(&workers, "workers", 0, "model runs of a sweep in parallel (0: one per CPU)")
+	return cmd
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
