@@ -207,8 +207,8 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 {{range .Evidence}}<tr><td>{{.Incident}}</td><td><code>{{.Metric}}</code></td>{{range .Values}}<td class="num">{{.}}</td>{{end}}</tr>
 {{end}}</tbody></table>{{else}}<p class="desc">The scenario maps no statement of the write-up to a measurement.</p>{{end}}
 
-{{if .Incident}}<h2 id="incident">Against the write-up</h2>
-<table><thead><tr><th>What the write-up says</th><th>Published</th><th>Variant</th><th>Metric</th><th class="num">Simulated</th><th class="num">Agreement band</th><th>Result</th></tr></thead><tbody>
+{{if .Incident}}<h2 id="incident">{{.IncidentTitle}}</h2>
+<table><thead><tr><th>{{.IncidentWhat}}</th><th>{{.IncidentPub}}</th><th>Variant</th><th>Metric</th><th class="num">Simulated</th><th class="num">Agreement band</th><th>Result</th></tr></thead><tbody>
 {{range .Incident}}<tr><td>{{.Incident}}{{if .Note}}<div class="desc">{{.Note}}</div>{{end}}</td><td>{{.Published}}</td><td>{{.Variant}}</td><td><code>{{.Metric}}</code></td><td class="num">{{.Simulated}}</td><td class="num">{{.Band}}</td><td class="res {{.Class}}">{{.Result}}</td></tr>
 {{end}}</tbody></table>{{end}}
 {{if .Maps}}<h2 id="maps">Metastability maps</h2>

@@ -152,8 +152,8 @@ func markdown(v *view) string {
 	}
 
 	if len(v.Incident) > 0 {
-		p("## Against the write-up\n\n")
-		p("| What the write-up says | Published | Variant | Metric | Simulated | Agreement band | Result |\n|---|---|---|---|---|---|---|\n")
+		p("## %s\n\n", v.IncidentTitle)
+		p("| %s | %s | Variant | Metric | Simulated | Agreement band | Result |\n|---|---|---|---|---|---|---|\n", v.IncidentWhat, v.IncidentPub)
 		for _, r := range v.Incident {
 			inc := r.Incident
 			if r.Note != "" {

@@ -7,6 +7,7 @@ package reports
 import (
 	"fmt"
 	"html"
+	"math"
 	"strings"
 
 	"github.com/chaoslab/chaoslab/verdict"
@@ -20,6 +21,9 @@ type IncidentRow struct {
 	Published string `json:"published"` // the figure as the write-up gives it, e.g. "about 13%"
 	Metric    string `json:"metric"`
 	Variant   string `json:"variant"`
+	// Against is what the figure comes from: "" for the write-up, or e.g.
+	// "harness run" for a calibrated run compared with its harness run.
+	Against string `json:"against,omitempty"`
 	// Simulated is the model's figure in Unit.
 	Simulated verdict.Float `json:"simulated"`
 	Unit      string        `json:"unit,omitempty"`
@@ -61,7 +65,7 @@ var mapColors = map[string]string{
 var mapLetters = map[string]string{"recovered": "R", "recovered slowly": "s", "stayed down": "D"}
 
 type incidentView struct {
-	Incident, Published, Metric, Variant, Simulated, Band, Result, Class, Note string
+	Against, Incident, Published, Metric, Variant, Simulated, Band, Result, Class, Note string
 }
 
 type mapView struct {
@@ -72,9 +76,9 @@ type mapView struct {
 
 func newIncidentView(r IncidentRow) incidentView {
 	iv := incidentView{
-		Incident: r.Incident, Published: r.Published, Metric: r.Metric, Variant: r.Variant, Note: r.Note,
+		Against: r.Against, Incident: r.Incident, Published: r.Published, Metric: r.Metric, Variant: r.Variant, Note: r.Note,
 		Simulated: strings.TrimSpace(verdict.FormatValue(float64(r.Simulated)) + " " + r.Unit),
-		Band:      fmt.Sprintf("%s – %s", verdict.FormatValue(float64(r.Low)), verdict.FormatValue(float64(r.High))),
+		Band:      fmt.Sprintf("%s – %s", bound(float64(r.Low)), bound(float64(r.High))),
 	}
 	if r.Matches {
 		iv.Result, iv.Class = "matches", "good"
@@ -174,4 +178,12 @@ func gridPos(g []float64, v float64) float64 {
 		}
 	}
 	return float64(len(g) - 1)
+}
+
+// bound prints a band's end: ∞ rather than "never" for an open band.
+func bound(x float64) string {
+	if math.IsInf(x, 1) {
+		return "∞"
+	}
+	return verdict.FormatValue(x)
 }

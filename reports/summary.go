@@ -54,14 +54,18 @@ func Summary(r *Report) string {
 		}
 	}
 	if len(r.Incident) > 0 {
-		p("  against the write-up:\n")
+		against := "the write-up"
+		if r.Incident[0].Against != "" {
+			against = "the " + r.Incident[0].Against
+		}
+		p("  against %s:\n", against)
 		for _, row := range r.Incident {
 			mark := "✓"
 			if !row.Matches {
 				mark = "✗"
 			}
-			p("    %s %s (%s): published %s, simulated %s %s (band %s–%s)\n", mark, row.Metric, row.Variant, row.Published,
-				verdict.FormatValue(float64(row.Simulated)), row.Unit, verdict.FormatValue(float64(row.Low)), verdict.FormatValue(float64(row.High)))
+			p("    %s %s (%s): there %s, simulated %s %s (band %s–%s)\n", mark, row.Metric, row.Variant, row.Published,
+				verdict.FormatValue(float64(row.Simulated)), row.Unit, bound(float64(row.Low)), bound(float64(row.High)))
 		}
 	}
 	for _, m := range r.Maps {

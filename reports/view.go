@@ -37,7 +37,10 @@ type view struct {
 	EvidenceCol []string // variant names
 	Evidence    []evidenceRow
 	Incident    []incidentView
-	Maps        []mapView
+	// Headings of the Incident table: against the write-up, or against the
+	// harness run a calibrated model is checked by.
+	IncidentTitle, IncidentWhat, IncidentPub string
+	Maps                                     []mapView
 
 	Record  string
 	Sources []Source
@@ -203,8 +206,12 @@ func newView(r *Report) *view {
 		}
 		v.Evidence = append(v.Evidence, row)
 	}
+	v.IncidentTitle, v.IncidentWhat, v.IncidentPub = "Against the write-up", "What the write-up says", "Published"
 	for _, row := range r.Incident {
 		v.Incident = append(v.Incident, newIncidentView(row))
+		if row.Against != "" {
+			v.IncidentTitle, v.IncidentWhat, v.IncidentPub = "Against the "+row.Against, "Compared with", "Measured there"
+		}
 	}
 	for _, m := range r.Maps {
 		v.Maps = append(v.Maps, newMapView(m))

@@ -75,6 +75,14 @@ type ZKStorm struct {
 	RejoinTime     float64 // s from the old leader running again to it serving as a follower
 	ReconnectDelay float64 // s between connection attempts
 
+	// WriteRate: znode updates per second; every connected proxy with a
+	// loaded mirror re-reads each one when its watch fires.
+	WriteRate float64
+	// FreshWithin: a mirror is fresh when its reads pending are no more
+	// than this many seconds of watch re-reads (the harness: staleness
+	// under fresh_within).
+	FreshWithin float64
+
 	Strategy  ZKStrategy
 	Window    int     // paced: reads in flight per proxy
 	BaseRTT   float64 // paced: s a read takes when the server is not saturated
@@ -169,7 +177,8 @@ type zkServer struct {
 	serving   bool    // false during an election or a rejoin
 	gc        bool    // GC thrashing
 	demoted   bool    // lost the leadership while stalled; rejoins once it runs
-	demand    float64
+	demand    float64 // reads queued for it at the start of the round
+	held      float64 // reads it holds after the round (zk_outstanding_requests)
 	active    int
 	share     float64 // per-connection service this tick
 	answering bool
@@ -188,6 +197,7 @@ type zkRun struct {
 	faultEnd  float64
 	perReq    float64 // MB
 	perZnode  float64 // MB
+	freshOut  float64 // reads pending a fresh mirror may have
 }
 
 func (z *zkRun) rate(j int) float64 {
@@ -203,7 +213,7 @@ func (z *zkRun) accepts(j int) bool { return z.rate(j) > 0 }
 
 func (z *zkRun) inflight(p *zkProxy) float64 {
 	if z.m.Strategy == Paced && p.walking {
-		return math.Min(float64(z.m.Window), p.walk)
+		return p.out + math.Min(float64(z.m.Window), p.walk)
 	}
 	return p.out
 }
@@ -215,7 +225,7 @@ func (z *zkRun) memory(p *zkProxy) float64 {
 }
 
 func (z *zkRun) fresh(p *zkProxy) bool {
-	return p.state == zkConnected && p.loaded >= float64(z.m.Znodes)-0.5 && p.out < 0.5 && p.retry < 0.5 &&
+	return p.state == zkConnected && p.loaded >= float64(z.m.Znodes)-0.5 && p.out <= z.freshOut && p.retry < 0.5 &&
 		!p.walking && !p.incomplete
 }
 
@@ -406,14 +416,19 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 	z := h.z
 	m := &z.m
 	now, dt := s.Now(), m.Tick
-	var cap [3]float64
+	var budget [3]float64
 	for j := range z.sv {
 		z.sv[j].demand, z.sv[j].active = 0, 0
 	}
+	watch := m.WriteRate * dt
 	for i := range z.px {
 		p := &z.px[i]
 		if p.state != zkConnected {
 			continue
+		}
+		// Watch events come from a server that runs.
+		if watch > 0 && p.loaded > 0 && z.rate(int(p.srv)) > 0 {
+			p.out += watch
 		}
 		sv := &z.sv[p.srv]
 		sv.demand += z.inflight(p)
@@ -421,7 +436,6 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 			sv.active++
 		}
 	}
-	peak := 0.0
 	for j := range z.sv {
 		sv := &z.sv[j]
 		wasGC := sv.gc
@@ -429,23 +443,11 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 		if sv.gc && !wasGC {
 			z.res.GCStalls++
 		}
-		r := z.rate(j)
-		held := sv.demand
-		if m.OutstandingCap > 0 {
-			held = math.Min(held, float64(m.OutstandingCap))
-		}
-		if r > 0 {
-			peak = math.Max(peak, held)
-		}
-		sv.answering = r > 0 && held/r <= z.recv()
-		cap[j] = r * dt
+		budget[j] = z.rate(j) * dt
 		sv.share = 0
 		if sv.active > 0 {
-			sv.share = cap[j] / float64(sv.active)
+			sv.share = budget[j] / float64(sv.active)
 		}
-	}
-	if now >= m.FaultAt {
-		z.res.PeakOutstanding = math.Max(z.res.PeakOutstanding, peak)
 	}
 	// Water-filling in two passes: connections that want less than an
 	// equal share get what they want; the rest share what is left.
@@ -478,8 +480,33 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 			z.serve(p, math.Min(d, z.sv[j].share+left[j]/float64(big[j])))
 		}
 	}
-	// Heartbeats.
+	// What is left after the round is held (up to the cap): a heartbeat
+	// waits behind it.
+	var resid [3]float64
+	for i := range z.px {
+		if p := &z.px[i]; p.state == zkConnected {
+			resid[p.srv] += z.inflight(p)
+		}
+	}
 	recv := z.recv()
+	peak := 0.0
+	for j := range z.sv {
+		sv := &z.sv[j]
+		r := z.rate(j)
+		sv.held = resid[j]
+		if m.OutstandingCap > 0 {
+			sv.held = math.Min(sv.held, float64(m.OutstandingCap))
+		}
+		if r == 0 {
+			sv.held = 0 // a stalled server answers no mntr either
+		}
+		peak = math.Max(peak, sv.held)
+		sv.answering = r > 0 && sv.held/r <= recv
+	}
+	if now >= m.FaultAt {
+		z.res.PeakOutstanding = math.Max(z.res.PeakOutstanding, peak)
+	}
+	// Heartbeats.
 	allFresh := true
 	for i := range z.px {
 		p := &z.px[i]
@@ -535,11 +562,8 @@ func (z *zkRun) recv() float64 {
 
 // demand is what proxy p can have answered this tick.
 func (z *zkRun) demand(p *zkProxy, dt float64) float64 {
-	if z.m.Strategy == Paced {
-		if !p.walking {
-			return 0
-		}
-		return math.Min(p.walk, float64(z.m.Window)*dt/z.m.BaseRTT)
+	if z.m.Strategy == Paced && p.walking {
+		return p.out + math.Min(p.walk, float64(z.m.Window)*dt/z.m.BaseRTT)
 	}
 	return p.out
 }
@@ -548,15 +572,17 @@ func (z *zkRun) serve(p *zkProxy, n float64) {
 	if n <= 0 {
 		return
 	}
-	if z.m.Strategy == Paced {
-		p.walk -= n
+	// Watch re-reads and refresh reads share the connection in
+	// proportion; a walk's reads come after the queued ones.
+	k := math.Min(n, p.out)
+	p.out -= k
+	if p.out < 1e-6 {
+		p.out = 0
+	}
+	if rest := n - k; rest > 0 && p.walking {
+		p.walk -= rest
 		if p.walk < 1e-6 {
 			p.walk, p.walking = 0, false
-		}
-	} else {
-		p.out -= n
-		if p.out < 1e-6 {
-			p.out = 0
 		}
 	}
 	if lim := float64(z.m.Znodes); p.loaded < lim {
@@ -585,13 +611,7 @@ func (h zkSample) Handle(s *Sim, _ int64) {
 		pend += z.pending(p)
 	}
 	for j := range z.sv {
-		d := z.sv[j].demand
-		if z.m.OutstandingCap > 0 {
-			d = math.Min(d, float64(z.m.OutstandingCap))
-		}
-		if z.rate(j) > 0 {
-			out += d
-		}
+		out += z.sv[j].held
 	}
 	now := s.Now()
 	r.T = append(r.T, now)
@@ -634,7 +654,7 @@ func (m ZKStorm) Run() ZKStormResult {
 	}
 	z := &zkRun{m: m, px: make([]zkProxy, m.Proxies), deadSince: -1, lastStale: math.Inf(-1),
 		reads: float64(m.Znodes * m.ReadsPerZnode), faultEnd: m.FaultAt + m.Duration,
-		perReq: m.PerRequestKB / 1024, perZnode: m.PerZnodeKB / 1024}
+		perReq: m.PerRequestKB / 1024, perZnode: m.PerZnodeKB / 1024, freshOut: 0.5 + m.WriteRate*m.FreshWithin}
 	z.res.OutageStart = math.Inf(1)
 	z.res.Quick = m.QuickRecovery
 	for j := range z.sv {
@@ -716,7 +736,7 @@ func (r ZKStormResult) Summary() Result {
 	case !math.IsInf(r.FreshAfter, 1):
 		out.Outcome, out.Why = RecoveredSlowly, fmt.Sprintf("every mirror fresh only %.0f s after the trigger ended, after %d OOM kills", r.FreshAfter, r.OOMKills)
 	default:
-		out.Outcome, out.Why = StayedDown, fmt.Sprintf("mirrors still not all fresh at the end of the horizon: %d OOM kills, %.0f min with under 5%% of the proxies serving", r.OOMKills, r.Outage/60)
+		out.Outcome, out.Why = StayedDown, fmt.Sprintf("mirrors still not all fresh at the end of the horizon: %d OOM kills, %.1f min with under 5%% of the proxies serving", r.OOMKills, r.Outage/60)
 	}
 	return out
 }
@@ -837,7 +857,7 @@ func ZKFromReport(r *reports.Report, variant string) (ZKStorm, error) {
 		return m, fmt.Errorf("zk calibration: variant %s has no client.rss_mb series", variant)
 	}
 	reads := 2 * w.Tree.Nodes()
-	cap, rate, perReq, err := zkFullRefreshFigures(full, zkBaseRSS(full))
+	most, rate, perReq, err := zkFullRefreshFigures(full, zkBaseRSS(full))
 	if err != nil {
 		return m, err
 	}
@@ -874,7 +894,8 @@ func ZKFromReport(r *reports.Report, variant string) (ZKStorm, error) {
 	}
 	m = ZKStorm{
 		Proxies: w.Clients, Znodes: w.Tree.Nodes(), ReadsPerZnode: 2,
-		ServiceRate: rate, OutstandingCap: int(cap), ServerQueueLimit: float64(heap) * 1024 / ZKServerKBPerRead,
+		ServiceRate: rate, OutstandingCap: int(most), ServerQueueLimit: float64(heap) * 1024 / ZKServerKBPerRead,
+		WriteRate: w.Writer.RatePerSec, FreshWithin: max(w.FreshWithin.D().Seconds(), 2),
 		SessionTimeout: w.SessionTimeout.D().Seconds(), SyncTimeout: syncTimeout,
 		ElectionTime: election, RejoinTime: rejoin, ReconnectDelay: 1,
 		Strategy: strategy, Window: max(w.Window, 1), BaseRTT: rtt, Retries: w.Retries, RetryBase: 1,
@@ -945,7 +966,7 @@ func zkBaseRSS(v *reports.VariantResult) float64 {
 // than 1,000 reads were pending, over 3 servers) and the memory per pending
 // read (median over clients of the RSS above base at their peak of pending
 // reads, per read).
-func zkFullRefreshFigures(v *reports.VariantResult, base float64) (cap, rate, perReq float64, err error) {
+func zkFullRefreshFigures(v *reports.VariantResult, base float64) (most, rate, perReq float64, err error) {
 	if len(v.Faults) == 0 {
 		return 0, 0, 0, fmt.Errorf("zk calibration: variant %s has no fault window", v.Name)
 	}
@@ -956,11 +977,11 @@ func zkFullRefreshFigures(v *reports.VariantResult, base float64) (cap, rate, pe
 		}
 		for _, p := range s.Points {
 			if x, ok := zkFinite(p); ok && p.T < end {
-				cap = math.Max(cap, x)
+				most = math.Max(most, x)
 			}
 		}
 	}
-	if cap <= 0 {
+	if most <= 0 {
 		return 0, 0, 0, fmt.Errorf("zk calibration: variant %s has no server.outstanding_requests in its warm-up", v.Name)
 	}
 	completed, pending, rss := zkClientSeries(v, "client.completed"), zkClientSeries(v, "client.pending"), zkClientSeries(v, "client.rss_mb")
@@ -1014,7 +1035,7 @@ func zkFullRefreshFigures(v *reports.VariantResult, base float64) (cap, rate, pe
 	if len(per) == 0 {
 		return 0, 0, 0, fmt.Errorf("zk calibration: no client of variant %s had 1,000 reads pending to measure memory per read", v.Name)
 	}
-	return cap, rate, zkMedian(per), nil
+	return most, rate, zkMedian(per), nil
 }
 
 // zkPacedFigures measures in a paced variant: the memory of a loaded
@@ -1085,14 +1106,26 @@ func zkPacedFigures(v *reports.VariantResult, base float64, reads int) (mirrorMB
 //     (417 MB) and not two stacked ones (495 MB), the write-up's "a
 //     reconnect during a refresh sends the whole batch again";
 //   - a restart 30 s after a kill (a supervisor);
+//   - 2 znode updates a second (deployments changing), each re-read by
+//     every proxy through its watch;
 //   - the trigger: the leader stopped (intensity 1) for 15 s after 10 min
 //     of steady state, as the harness replays it (the write-up says only
 //     "high CPU ... caused client disconnections").
+//
+// The incident's own point, WithTrigger(1, 15), stays down: the followers
+// give up on the stalled leader after 10 s and close every connection, all
+// 2,000 proxies refresh at once (80 million reads), the queues put every
+// server into GC thrash, stalled leaders cost more elections, and the
+// proxies that reconnect with stacked batches are OOM-killed and reload
+// from scratch, over and over. A stall under syncLimit × tickTime (or a
+// leader that keeps some CPU) disconnects nobody and the fleet recovers;
+// the paced strategy recovers from the same stall in seconds.
 func IncidentZK() ZKStorm {
 	return ZKStorm{
 		Proxies: 2000, Znodes: 20000, ReadsPerZnode: 2,
 		ServiceRate: 20000, OutstandingCap: 1000, ServerQueueLimit: 8 * 1024 * 1024 / ZKServerKBPerRead,
 		SessionTimeout: 30, SyncTimeout: 10, ElectionTime: 3, RejoinTime: 5, ReconnectDelay: 1,
+		WriteRate: 2, FreshWithin: 3,
 		Strategy: FullRefresh, Window: 8, BaseRTT: 0.005, Retries: 3, RetryBase: 1,
 		BaseMB: 300, PerZnodeKB: 2, PerRequestKB: 2, LimitMB: 450,
 		Restart: true, RestartDelay: 30,

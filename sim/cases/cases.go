@@ -47,8 +47,8 @@ type Case struct {
 	Hypotheses  func(scale string) []scenarios.Hypothesis
 	Expect      map[string]verdict.Verdict
 	Comparisons func(scale string) []scenarios.Comparison
-	// Incident compares the runs at the incident's scale with the
-	// write-up's numbers.
+	// Incident compares the runs with the write-up's numbers at the
+	// incident's scale (or, for a calibrated run, with its harness run).
 	Incident func(res map[string]sim.Result) []reports.IncidentRow
 	// Sweeps are the metastability maps --sweep draws.
 	Sweeps func(o Options) []Sweep
@@ -189,7 +189,7 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 			r.Comparisons = append(r.Comparisons, verdict.Comparison(cmp, byVariant))
 		}
 	}
-	if o.Scale == ScaleIncident && c.Incident != nil {
+	if c.Incident != nil {
 		r.Incident = c.Incident(results)
 	}
 	if o.Sweep && c.Sweeps != nil {
