@@ -28,6 +28,7 @@ func agentCmd() *cobra.Command {
 	var servers string
 	var cgroupWait string
 	var duration time.Duration
+	var lockText bool
 	mirror := &cobra.Command{
 		Use:   "zk-tree-mirror",
 		Short: "Mirror a ZooKeeper subtree and print one JSON sample per interval",
@@ -38,6 +39,13 @@ func agentCmd() *cobra.Command {
 				if err := waitInCgroup(cmd.Context(), cgroupWait); err != nil {
 					return err
 				}
+			}
+			if lockText {
+				n, err := zkmirror.LockText()
+				if err != nil {
+					return err
+				}
+				cfg.Logger.Info("executable locked in memory", "bytes", n)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -63,6 +71,7 @@ func agentCmd() *cobra.Command {
 	f.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	f.StringVar(&cgroupWait, "cgroup-wait", "", "wait until /proc/self/cgroup names this path before starting")
 	f.DurationVar(&duration, "duration", 0, "stop after this long (0 = until signalled)")
+	f.BoolVar(&lockText, "lock-text", false, "lock the executable's pages in memory (in a container, so that the kernel cannot reclaim them to make room for the heap)")
 	_ = mirror.MarkFlagRequired("servers")
 	cmd.AddCommand(mirror, frontendCmd())
 	return cmd

@@ -143,21 +143,21 @@ func clientSetup(be backend, ens zkCluster, o Options, mgr *limits.Manager, runI
 			names = append(names, m.Name()+":2181")
 		}
 		img := be.(dockerBackend).clientImage
-		return containerLauncher{image: img, network: dz.ens.Network(), runID: runID, textMB: imageMB(img)}, names
+		return containerLauncher{image: img, network: dz.ens.Network(), runID: runID, textMB: imageMB(img) + textSlackMB,
+			lockText: strings.HasPrefix(img, "chaoslab/chaoslab:")}, names
 	}
 	return processLauncher{bin: o.ClientBinary, args: o.ClientArgs, mgr: mgr, log: log}, ens.Servers()
 }
 
 // imageMB is the size of an image in MiB, rounded up (0 when unknown): for
 // the chaoslab image, FROM scratch with one static binary, the binary.
-// clientTextCapMB caps the allowance: the tree-mirror client pages in only
-// its own code, and the kernel charges the container for the pages read,
-// not for the whole file. 26 MiB is the image as it was when the allowance
-// was measured against real OOM kills (issue 3); the image has since grown
-// with code a tree-mirror client never runs (the IL-0384 front-end, the
-// etcd client), and an allowance that grew with it let the vulnerable
-// clients of IL-0587 live through the storm in containers.
-const clientTextCapMB = 26
+// A client container starts with its memory limit plus that much (plus
+// textSlackMB) and is brought down to its memory limit plus the page cache
+// charged to it once it runs (containerLauncher.settle).
+// textSlackMB is room at the start for file pages other than the
+// executable's (none in the chaoslab image; a bring-your-own image may
+// have libraries).
+const textSlackMB = 8
 
 func imageMB(ref string) int {
 	out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Size}}", ref).Output()
@@ -168,5 +168,5 @@ func imageMB(ref string) int {
 	if err != nil {
 		return 0
 	}
-	return min(int((n+(1<<20)-1)>>20), clientTextCapMB)
+	return int((n + (1 << 20) - 1) >> 20)
 }

@@ -126,7 +126,7 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	launcher, clientServers := clientSetup(v.backend, ens, v.opts, mgr, v.runID, v.log)
 	if cl, ok := launcher.(containerLauncher); ok && cl.textMB > 0 && w.MemoryLimitMB > 0 {
 		v.vr.ClientLimitMB = w.MemoryLimitMB + cl.textMB
-		v.vr.ClientLimitNote = fmt.Sprintf("each client container starts with %d MiB more for its executable's page cache (%d MiB in all); %s after its start the limit is lowered to %d MiB plus the page cache the kernel charged to that container, the first to read a page of the image being charged for it (a local process shares the pages with its parent and is charged for none). Each client's log gives its limit", cl.textMB, v.vr.ClientLimitMB, settle, w.MemoryLimitMB)
+		v.vr.ClientLimitNote = fmt.Sprintf("each client container starts with %d MiB more for its executable's page cache (%d MiB in all); %s after its start the limit is lowered to %d MiB plus the page cache the kernel charged to that container (a local process shares those pages with its parent and is charged for none)%s. Each client's log gives its limit", cl.textMB, v.vr.ClientLimitMB, settle, w.MemoryLimitMB, lockNote(cl.lockText))
 	}
 	clients := make([]*client, w.Clients)
 	var cwg sync.WaitGroup
@@ -342,4 +342,11 @@ func freshClients(clients []*client, wlog []zkmirror.Write, w scenarios.Workload
 		}
 	}
 	return fresh, total
+}
+
+func lockNote(locked bool) string {
+	if !locked {
+		return "; the kernel may reclaim those pages to make room for the heap, which then gets a little more than the limit"
+	}
+	return ", with the executable's pages locked in memory so that the kernel cannot reclaim them for the heap: the heap gets the memory limit, as in a local process"
 }
