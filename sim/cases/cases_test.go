@@ -155,3 +155,40 @@ func TestKinesisCase(t *testing.T) {
 	// Where the model does not match, the report says so.
 	require.False(t, byMetric["vulnerable-slow-restart fleet.half_down_after_add_s"].Matches)
 }
+
+// IL-0587 at the harness's scale, calibrated from the reference harness run:
+// the same verdict as the harness, every compared figure within 2x.
+func TestZKCaseAgreesWithHarness(t *testing.T) {
+	c, err := Get("il-0587-zk-treecache-reconnect-storm")
+	require.NoError(t, err)
+	ref := filepath.Join("..", "..", ZKReferenceReport)
+	r, err := Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: ref, Seed: 1})
+	require.NoError(t, err)
+	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
+	require.Len(t, r.Comparisons, 1, "the scenario's outstanding-10x")
+	require.True(t, r.Comparisons[0].Held)
+	require.Len(t, r.Incident, 6)
+	for _, row := range r.Incident {
+		require.Equal(t, "harness run", row.Against)
+		require.True(t, row.Matches, "%s %s: sim %v, harness band %v-%v", row.Variant, row.Metric, row.Simulated, row.Low, row.High)
+	}
+	dir := t.TempDir()
+	require.NoError(t, reports.Write(r, dir))
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(md), "## Against the harness run")
+}
+
+func TestZKCalibrationErrors(t *testing.T) {
+	c, err := Get("il-0587")
+	require.NoError(t, err)
+	_, err = Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: "/nonexistent/report.json"})
+	require.ErrorContains(t, err, "/nonexistent/report.json")
+
+	// A report of another scenario is refused by name.
+	other := &reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: &scenarios.Scenario{ID: "il-0384-kinesis-thread-per-peer"}}
+	dir := t.TempDir()
+	require.NoError(t, other.Save(dir))
+	_, err = Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: dir})
+	require.ErrorContains(t, err, "is a run of scenario il-0384-kinesis-thread-per-peer, want il-0587-zk-treecache-reconnect-storm")
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// `chaoslab sim` lists the models, refuses an unknown one by name, and for
+// a model writes its report and prints its summary.
+func TestSimCommand(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		cmd := simCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := run()
+	require.NoError(t, err)
+	for _, id := range []string{"il-0587", "il-0384", "aws-ebs-2011"} {
+		require.Contains(t, out, id)
+	}
+
+	_, err = run("no-such-incident")
+	require.ErrorContains(t, err, `find model "no-such-incident"`)
+	_, err = run("ebs", "--scale", "harness")
+	require.ErrorContains(t, err, `scale "harness"`)
+
+	dir := t.TempDir()
+	out, err = run("aws-ebs-2011", "--out", dir, "--seed", "2")
+	require.NoError(t, err)
+	require.Contains(t, out, "REPRODUCED")
+	require.Contains(t, out, "against the write-up")
+	runs, err := filepath.Glob(filepath.Join(dir, "aws-ebs-2011-sim-incident-*", "index.html"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(runs[0]), "report.json"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"seed": 2`)
+	require.Contains(t, string(b), `"rerun": "chaoslab sim aws-ebs-2011 --seed 2"`)
+}
