@@ -19,8 +19,10 @@ type IncidentRow struct {
 	// What the write-up says, in our words, with its figure.
 	Incident  string `json:"incident"`
 	Published string `json:"published"` // the figure as the write-up gives it, e.g. "about 13%"
-	Metric    string `json:"metric"`
-	Variant   string `json:"variant"`
+	// Number names the figure in the case record (seeds/<id>.yaml numbers).
+	Number  string `json:"number,omitempty"`
+	Metric  string `json:"metric"`
+	Variant string `json:"variant"`
 	// Against is what the figure comes from: "" for the write-up, or e.g.
 	// "harness run" for a calibrated run compared with its harness run.
 	Against string `json:"against,omitempty"`

@@ -54,9 +54,9 @@ func Summary(r *Report) string {
 		}
 	}
 	if len(r.Incident) > 0 {
-		against := "the write-up"
+		against, said := "the write-up", "published"
 		if r.Incident[0].Against != "" {
-			against = "the " + r.Incident[0].Against
+			against, said = "the "+r.Incident[0].Against, "measured there"
 		}
 		p("  against %s:\n", against)
 		for _, row := range r.Incident {
@@ -64,7 +64,7 @@ func Summary(r *Report) string {
 			if !row.Matches {
 				mark = "✗"
 			}
-			p("    %s %s (%s): there %s, simulated %s %s (band %s–%s)\n", mark, row.Metric, row.Variant, row.Published,
+			p("    %s %s (%s): %s %s, simulated %s %s (band %s–%s)\n", mark, row.Metric, row.Variant, said, row.Published,
 				verdict.FormatValue(float64(row.Simulated)), row.Unit, bound(float64(row.Low)), bound(float64(row.High)))
 		}
 	}

@@ -192,3 +192,24 @@ func TestZKCalibrationErrors(t *testing.T) {
 	_, err = Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: dir})
 	require.ErrorContains(t, err, "is a run of scenario il-0384-kinesis-thread-per-peer, want il-0587-zk-treecache-reconnect-storm")
 }
+
+// Every number a case compares with is in its case record (a missing one
+// would panic in number).
+func TestIncidentRowsComeFromRecords(t *testing.T) {
+	for _, c := range All() {
+		res := map[string]sim.Result{}
+		for _, v := range []string{"vulnerable", "vulnerable-slow-restart", "mitigated"} {
+			res[v] = sim.Result{Metrics: map[string]float64{}}
+		}
+		rows := c.Incident(res)
+		require.NotEmpty(t, rows, c.ID)
+		n := 0
+		for _, row := range rows {
+			require.NotEmpty(t, row.Published, "%s %s", c.ID, row.Metric)
+			if row.Number != "" {
+				n++
+			}
+		}
+		require.NotZero(t, n, "case %s compares with no number of its record", c.ID)
+	}
+}
