@@ -51,19 +51,8 @@ it started, and still writes a report marked aborted.`,
 			default:
 				variants = strings.Split(variant, ",")
 			}
-			ctx, cancel := context.WithCancelCause(cmd.Context())
-			defer cancel(nil)
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			go func() {
-				select {
-				case sig := <-sigs:
-					slog.Warn("interrupted: stopping the run, cleaning up and writing an aborted report", "signal", sig.String())
-					cancel(fmt.Errorf("%s received", sig))
-				case <-ctx.Done():
-				}
-			}()
+			ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the run, cleaning up and writing an aborted report")
+			defer stop()
 			rerun := fmt.Sprintf("chaoslab run %s --seed %d --backend %s", s.ID, seed, backend)
 			if variant != "" && variant != "both" {
 				rerun += " --variant " + variant
@@ -137,4 +126,22 @@ report.md and index.html.`,
 	cmd.Flags().StringVar(&scenario, "scenario", "", "judge against this scenario (id or file) instead of the one stored in the report")
 	cmd.Flags().BoolVar(&write, "write", false, "write report.json, report.md and index.html again with the re-checked verdict")
 	return cmd
+}
+
+// interruptible returns a context cancelled, with the signal as its cause,
+// on Ctrl-C or SIGTERM (after logging msg), and the function that stops
+// listening.
+func interruptible(parent context.Context, msg string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-sigs:
+			slog.Warn(msg, "signal", sig.String())
+			cancel(fmt.Errorf("%s received", sig))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel(nil) }
 }

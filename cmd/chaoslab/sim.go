@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -57,19 +53,8 @@ Without ID, lists the models. Exit status as for 'chaoslab run'.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithCancelCause(cmd.Context())
-			defer cancel(nil)
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sigs)
-			go func() {
-				select {
-				case sig := <-sigs:
-					slog.Warn("interrupted: stopping the model runs and writing an aborted report", "signal", sig.String())
-					cancel(fmt.Errorf("%s received", sig))
-				case <-ctx.Done():
-				}
-			}()
+			ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the model runs and writing an aborted report")
+			defer stop()
 			rerun := fmt.Sprintf("chaoslab sim %s --seed %d", c.ID, seed)
 			if scale != "" {
 				rerun += " --scale " + scale

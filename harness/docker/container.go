@@ -305,46 +305,46 @@ func (c *Container) SetMemoryLimit(ctx context.Context, bytes int64) error {
 // MemoryUsage returns the container's memory usage in bytes as the engine
 // reports it (the cgroup's usage: page cache included).
 func (c *Container) MemoryUsage(ctx context.Context) (uint64, error) {
-	cli, err := Client(ctx)
+	st, err := c.memoryStats(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read memory usage: %w", err)
 	}
-	res, err := cli.ContainerStats(ctx, c.GetContainerID(), client.ContainerStatsOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("read memory usage: %w", err)
-	}
-	defer res.Body.Close()
-	var st container.StatsResponse
-	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("read memory usage: %w", err)
-	}
-	return st.MemoryStats.Usage, nil
+	return st.Usage, nil
 }
 
 // MemoryFileBytes returns the page cache the kernel charges to the
 // container (memory.stat "total_cache" with cgroup v1, "file" with v2):
-// the pages of the container's executable it was first to read, among
-// others. The anonymous memory a process allocates is not in it.
+// its executable's pages, among others. The anonymous memory a process
+// allocates is not in it.
 func (c *Container) MemoryFileBytes(ctx context.Context) (uint64, error) {
-	cli, err := Client(ctx)
+	st, err := c.memoryStats(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("read memory stats: %w", err)
-	}
-	res, err := cli.ContainerStats(ctx, c.GetContainerID(), client.ContainerStatsOptions{IncludePreviousSample: false})
-	if err != nil {
-		return 0, fmt.Errorf("read memory stats: %w", err)
-	}
-	defer res.Body.Close()
-	var st container.StatsResponse
-	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
 		return 0, fmt.Errorf("read memory stats: %w", err)
 	}
 	for _, k := range []string{"total_cache", "cache", "file"} {
-		if v, ok := st.MemoryStats.Stats[k]; ok {
+		if v, ok := st.Stats[k]; ok {
 			return v, nil
 		}
 	}
 	return 0, errors.New("read memory stats: the engine reports no page cache figure")
+}
+
+// memoryStats is one sample of the container's memory figures.
+func (c *Container) memoryStats(ctx context.Context) (container.MemoryStats, error) {
+	cli, err := Client(ctx)
+	if err != nil {
+		return container.MemoryStats{}, err
+	}
+	res, err := cli.ContainerStats(ctx, c.GetContainerID(), client.ContainerStatsOptions{})
+	if err != nil {
+		return container.MemoryStats{}, err
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return container.MemoryStats{}, err
+	}
+	return st.MemoryStats, nil
 }
 
 // SetPidsLimit sets the live container's pids limit; n <= 0 lifts it.

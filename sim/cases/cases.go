@@ -169,7 +169,10 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 		}
 		o.Progress("model variant starting", "case", c.ID, "variant", v.Name, "scale", o.Scale)
 		start := time.Now()
-		res := v.Run()
+		res, ok := runUnlessDone(ctx, v.Run)
+		if !ok {
+			return aborted(r, context.Cause(ctx)), nil
+		}
 		wall := time.Since(start)
 		results[v.Name] = res
 		vr := variantResult(v, res, wall)
@@ -208,6 +211,20 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
 	r.EndedAt = time.Now().UTC()
 	return r, nil
+}
+
+// runUnlessDone runs a model and returns its result, or returns at once
+// with ok false when ctx ends first. A model run cannot be stopped halfway:
+// it is left to finish in the background, and the command exits anyway.
+func runUnlessDone(ctx context.Context, run func() sim.Result) (sim.Result, bool) {
+	done := make(chan sim.Result, 1)
+	go func() { done <- run() }()
+	select {
+	case res := <-done:
+		return res, true
+	case <-ctx.Done():
+		return sim.Result{}, false
+	}
 }
 
 func aborted(r *reports.Report, cause error) *reports.Report {
