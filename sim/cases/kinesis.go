@@ -170,7 +170,7 @@ func kinesisSweeps(o Options) []Sweep {
 	return []Sweep{{
 		Title:   "IL-0384: capacity added against restart pace (1,000 servers, thread limit 5% over the fleet's need)",
 		Variant: "vulnerable",
-		XName:   "capacity added (% of the fleet)", YName: "restart pace (servers an hour)",
+		XName:   "capacity added (% of the fleet)", YName: "restart pace (servers/h)",
 		X:         []float64{0, 2, 4, 5, 6, 8, 10, 15, 20},
 		Y:         []float64{100, 300, 1000, 3000, 10000, 36000},
 		IncidentX: 10, IncidentY: 300,
@@ -188,11 +188,11 @@ func kinesisSweeps(o Options) []Sweep {
 	}, {
 		Title:   "IL-0384: fleet size against restart pace (10% added, thread limit 5% over the fleet's need)",
 		Variant: "vulnerable",
-		XName:   "front-end servers", YName: "restart pace (servers an hour; 360000 = all at once)",
+		XName:   "front-end servers", YName: "restart pace (servers/h)",
 		X:         []float64{500, 1000, 1500, 2000, 2500, 3000, 3600},
 		Y:         []float64{100, 300, 1000, 3000, 10000, 36000, 72000, 144000, 360000},
 		IncidentX: 3600, IncidentY: 300,
-		Note: "Every point goes over the thread limit; the map asks whether the restart brings the fleet back. Recovered: within an hour of the restart. Recovered slowly: later (a restart at R servers an hour takes S/R hours at least). Stayed down: not within the horizon (the restart's own length plus 4 h): restarted servers building their shard-maps crowd out the health checks, are removed and restarted again. In the model only a restart of nearly every server at once thrashes, and only a fleet of more than about 1,500 (each map costs more to build in a bigger fleet); paced restarts far faster than the operators' \"a few hundred servers an hour\" come back. The model's CPU-only shard-map cost may understate what made the real servers look unhealthy, and the operators could not test a faster pace during the outage.",
+		Note: "The top row, 360000 servers an hour, stands for the whole fleet restarted at once. Every point goes over the thread limit; the map asks whether the restart brings the fleet back. Recovered: within an hour of the restart. Recovered slowly: later (a restart at R servers an hour takes S/R hours at least). Stayed down: not within the horizon (the restart's own length plus 4 h): restarted servers building their shard-maps crowd out the health checks, are removed and restarted again. In the model only a restart of nearly every server at once thrashes, and only a fleet of more than about 1,500 (each map costs more to build in a bigger fleet); paced restarts far faster than the operators' \"a few hundred servers an hour\" come back. The model's CPU-only shard-map cost may understate what made the real servers look unhealthy, and the operators could not test a faster pace during the outage.",
 		Run: func(x, y float64) sim.Result {
 			m := inc
 			n := int(x)
