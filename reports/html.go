@@ -173,7 +173,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 {{template "checks" .Hypotheses}}
 </div>
 <div>
-<h3>Effective workload</h3>
+<h3>{{.WorkloadTitle}}</h3>
 <table class="facts"><tbody>
 {{range .Workload}}<tr><th>{{.K}}</th><td>{{.V}}</td></tr>
 {{end}}</tbody></table>
@@ -191,10 +191,10 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 {{end}}</tbody></table>{{if .EventsMore}}<p class="desc">… and {{.EventsMore}} more in report.json.</p>{{end}}
 {{else}}<p class="desc">No OOM kill, client exit or leader change.</p>{{end}}
 
-<h3>{{.WhoAll}}</h3>
+{{if not (and .Simulated (not .Clients))}}<h3>{{.WhoAll}}</h3>
 {{if .Clients}}<table><thead><tr><th>{{.Who}}</th><th class="num">Starts</th><th>Exits</th><th class="num">OOM kills</th><th class="num">Peak RSS (MiB)</th><th class="num">Requests</th><th class="num">Reconnects</th><th>Log</th></tr></thead><tbody>
 {{range .Clients}}<tr><td>{{.ID}}</td><td class="num">{{.Starts}}</td><td class="desc">{{.Exits}}</td><td class="num">{{.OOMKills}}</td><td class="num">{{.PeakRSS}}</td><td class="num">{{.Requests}}</td><td class="num">{{.Reconnects}}</td><td>{{if .Log}}<a href="{{.Log}}"><code>{{.Log}}</code></a>{{else}}—{{end}}</td></tr>
-{{end}}</tbody></table>{{else}}<p class="desc">No client summary was recorded.</p>{{end}}
+{{end}}</tbody></table>{{else}}<p class="desc">No client summary was recorded.</p>{{end}}{{end}}
 {{if .LogDir}}<p>Logs: <a href="{{.LogDir}}"><code>{{.LogDir}}</code></a></p>{{end}}
 </section>
 {{end}}

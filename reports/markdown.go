@@ -72,7 +72,7 @@ func markdown(v *view) string {
 		}
 		p("\n\nStarted %s.\n\n", vv.StartedAt)
 
-		p("### Effective workload\n\n| | |\n|---|---|\n")
+		p("### %s\n\n| | |\n|---|---|\n", vv.WorkloadTitle)
 		for _, f := range vv.Workload {
 			p("| %s | %s |\n", f.K, mdCell(f.V))
 		}
@@ -106,6 +106,9 @@ func markdown(v *view) string {
 			p("\n")
 		}
 
+		if vv.Simulated && len(vv.Clients) == 0 {
+			continue
+		}
 		p("### %s\n\n", vv.WhoAll)
 		if len(vv.Clients) == 0 {
 			p("No client summary was recorded.\n\n")

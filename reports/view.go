@@ -81,6 +81,11 @@ type variantView struct {
 	Who    string
 	WhoAll string
 	LogDir string
+	// WorkloadTitle heads the Workload facts: a harness run's effective
+	// workload, or a simulated variant's model parameters. Simulated
+	// variants have no client table.
+	WorkloadTitle string
+	Simulated     bool
 }
 
 type checkRow struct {
@@ -232,7 +237,9 @@ func newVariantView(vr *VariantResult) variantView {
 		LogDir:      vr.LogDir,
 		Workload:    workloadFacts(vr.Workload, vr.ClientLimitNote),
 	}
+	vv.WorkloadTitle = "Effective workload"
 	if len(vr.Parameters) > 0 {
+		vv.WorkloadTitle, vv.Simulated = "Model parameters", true
 		vv.Workload = nil
 		for _, p := range vr.Parameters {
 			vv.Workload = append(vv.Workload, kv{p.Name, p.Value})

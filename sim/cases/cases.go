@@ -59,7 +59,9 @@ type Variant struct {
 	Name        string
 	Description string
 	Parameters  []reports.Parameter
-	Run         func() sim.Result
+	// Faults are the simulated trigger's windows (shaded in the charts).
+	Faults []reports.FaultWindow
+	Run    func() sim.Result
 }
 
 // Sweep is a metastability map: Run is called for every (x, y) of the grid.
@@ -237,7 +239,7 @@ func aborted(r *reports.Report, cause error) *reports.Report {
 func variantResult(v Variant, res sim.Result, wall time.Duration) *reports.VariantResult {
 	vr := &reports.VariantResult{
 		Name: v.Name, Description: v.Description, StartedAt: time.Now().UTC(), Parameters: v.Parameters,
-		Metrics: map[string]verdict.Float{},
+		Faults: v.Faults, Metrics: map[string]verdict.Float{},
 	}
 	for k, x := range res.Metrics {
 		vr.Metrics[k] = verdict.Float(x)

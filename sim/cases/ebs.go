@@ -20,7 +20,9 @@ func init() {
 			inc, mit := sim.IncidentEBS(), sim.MitigatedEBS()
 			inc.Seed, mit.Seed = o.Seed, o.Seed
 			mk := func(name, desc string, m sim.EBS) Variant {
-				return Variant{Name: name, Description: desc, Parameters: ebsParams(m), Run: func() sim.Result { return m.Run().Summary() }}
+				return Variant{Name: name, Description: desc, Parameters: ebsParams(m), Run: func() sim.Result { return m.Run().Summary() },
+					Faults: []reports.FaultWindow{{Fault: "network-cut", Target: "zone", Member: fmt.Sprintf("%.0f%% of the nodes", 100*m.Intensity), Start: 0, End: m.CutDuration,
+						Detail: "the traffic shift that isolated nodes from their peers"}}}
 			}
 			return []Variant{
 				mk("vulnerable", "The zone as it was: 5% spare, re-mirroring searches retried every 10 s without back-off, the node crash race, create-volume calls holding regional threads for a long timeout; the operators act in the write-up's order.", inc),

@@ -93,13 +93,27 @@ func kinesisVariants(o Options) ([]Variant, error) {
 	mit := base
 	mit.PerPeer, mit.PoolThreads, mit.CellSize, mit.FromStore, mit.RestartRate = false, 8, 100, true, 0
 	mk := func(name, desc string, m sim.Kinesis) Variant {
-		return Variant{Name: name, Description: desc, Parameters: kinesisParams(m), Run: func() sim.Result { return kinesisRun(m) }}
+		return Variant{Name: name, Description: desc, Parameters: kinesisParams(m), Faults: kinesisFaults(m), Run: func() sim.Result { return kinesisRun(m) }}
 	}
 	return []Variant{
 		mk("vulnerable", "A thread per peer, shard-maps from peers, and the whole fleet restarted at once.", fast),
 		mk("vulnerable-slow-restart", "The same fleet, restarted at the pace the operators found worked: a few hundred servers an hour.", slow),
 		mk("mitigated", "The action items: a bounded pool of threads, cells of 100 servers, the table read from the store; restarted at once.", mit),
 	}, nil
+}
+
+// kinesisFaults are the model's addition and restart as fault windows.
+func kinesisFaults(m sim.Kinesis) []reports.FaultWindow {
+	span := 60.0 // all at once: shown as a minute
+	if m.RestartRate > 0 {
+		span = float64(m.Servers) / m.RestartRate
+	}
+	return []reports.FaultWindow{
+		{Fault: "add-capacity", Target: "fleet", Member: fmt.Sprintf("%d servers", m.Added), Start: m.AddAt, End: m.RemoveAt,
+			Detail: fmt.Sprintf("started over %s, learned within %s, removed at the end", clock(m.AddSpan), clock(m.LearnSpread))},
+		{Fault: "restart-fleet", Target: "fleet", Member: fmt.Sprintf("%d servers", m.Servers), Start: m.RestartAt, End: m.RestartAt + span,
+			Detail: "the operators' restart"},
+	}
 }
 
 // kinesisRun adds the figures the comparisons with the write-up need.

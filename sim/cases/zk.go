@@ -86,7 +86,9 @@ func zkParams(m sim.ZKStorm) []reports.Parameter {
 func zkVariants(o Options) ([]Variant, error) {
 	mk := func(name, desc string, m sim.ZKStorm) Variant {
 		m.Seed = o.Seed
-		return Variant{Name: name, Description: desc, Parameters: zkParams(m), Run: func() sim.Result { return m.Run().Summary() }}
+		return Variant{Name: name, Description: desc, Parameters: zkParams(m), Run: func() sim.Result { return m.Run().Summary() },
+			Faults: []reports.FaultWindow{{Fault: "pause", Target: "leader", Member: "leader", Start: m.FaultAt, End: m.FaultAt + m.Duration,
+				Detail: fmt.Sprintf("%.0f%% of the leader's CPU lost", 100*m.Intensity)}}}
 	}
 	const vulnDesc = "Curator TreeCache as the proxies ran it: every reconnect re-reads the whole tree at once, failed reads retried with back-off, nothing bounded."
 	const mitDesc = "TreeWatcher, the action items: no refresh of a resumed session, a walk of a new session with at most 8 reads in flight."
