@@ -304,6 +304,7 @@ func (h ksRestart) Handle(s *Sim, _ int64) {
 		k.enqueue(i)
 	}
 	k.nextFree = s.Now()
+	k.lastAll = -1 // a fleet back before the next health check counts from then
 	s.Schedule(0, ksRestarter{k}, 0)
 }
 

@@ -213,3 +213,27 @@ func TestIncidentRowsComeFromRecords(t *testing.T) {
 		require.NotZero(t, n, "case %s compares with no number of its record", c.ID)
 	}
 }
+
+// IL-0384 at the harness's scale, calibrated from the reference harness
+// run: the model agrees with the harness except on the all-at-once restart
+// of the vulnerable fleet (see sim/kinesis_calib_test.go), so the run is
+// INCONCLUSIVE and the report says which figure disagrees.
+func TestKinesisCaseAgainstHarness(t *testing.T) {
+	c, err := Get("il-0384")
+	require.NoError(t, err)
+	r, err := Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: filepath.Join("..", "..", KinesisReferenceReport), Seed: 1})
+	require.NoError(t, err)
+	require.Equal(t, verdict.Inconclusive, r.Verdict, r.Reason)
+	require.Contains(t, r.Reason, "fast-restart-slower-than-slow")
+	for _, v := range r.Variants {
+		require.Equal(t, v.Expect, v.Verdict, v.Name)
+	}
+	bad := map[string]bool{}
+	for _, row := range r.Incident {
+		require.Equal(t, "harness run", row.Against)
+		if !row.Matches {
+			bad[row.Variant+" "+row.Metric] = true
+		}
+	}
+	require.Equal(t, map[string]bool{"vulnerable fleet.recovery_after_restart_s": true}, bad)
+}

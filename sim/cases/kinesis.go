@@ -21,16 +21,26 @@ func init() {
 		Scenario: "il-0384-kinesis-thread-per-peer",
 		Model:    "sim/kinesis.go",
 		Title:    "Kinesis front-end fleet over the OS thread limit after a capacity addition",
-		Scales:   []string{ScaleIncident},
+		Scales:   []string{ScaleIncident, ScaleHarness},
 		Variants: kinesisVariants,
-		Hypotheses: func(string) []scenarios.Hypothesis {
+		Hypotheses: func(scale string) []scenarios.Hypothesis {
+			if scale == ScaleHarness {
+				if s, err := scenarios.Find(kinesisScenario); err == nil {
+					return s.Hypotheses
+				}
+			}
 			return []scenarios.Hypothesis{
 				{ID: "under-thread-limit", Description: "No server needs more threads than its OS limit.", Metric: "fleet.over_limit", Op: "==", Threshold: 0},
 				{ID: "recovers-within-an-hour", Description: "Every original server routes again within an hour of the restart.", Metric: "fleet.recovered_s", Op: "<=", Threshold: kinesisQuick},
 			}
 		},
 		Expect: map[string]verdict.Verdict{"vulnerable": verdict.Violated, "vulnerable-slow-restart": verdict.Violated, "mitigated": verdict.Held},
-		Comparisons: func(string) []scenarios.Comparison {
+		Comparisons: func(scale string) []scenarios.Comparison {
+			if scale == ScaleHarness {
+				if s, err := scenarios.Find(kinesisScenario); err == nil {
+					return s.Comparisons
+				}
+			}
 			return []scenarios.Comparison{{
 				ID: "fast-restart-slower", Description: "Restarting the fleet all at once takes at least twice as long to recover as restarting it a few hundred servers an hour.",
 				Metric: "fleet.recovered_s", Numerator: "vulnerable", Denominator: "vulnerable-slow-restart", Op: ">=", Threshold: 2,
@@ -84,7 +94,57 @@ func kinesisIncidentModel() sim.Kinesis {
 	return m
 }
 
+// kinesisScenario is the harness scenario the IL-0384 model is calibrated by.
+const kinesisScenario = "il-0384-kinesis-thread-per-peer"
+
+// KinesisReferenceReport is the harness run the IL-0384 model is checked
+// against by default at the harness's scale (local backend, seed 1; the
+// per-server thread series left out).
+const KinesisReferenceReport = "sim/testdata/il-0384-report.json"
+
+// kinesisHarnessVariants calibrates each variant from the harness report
+// and reads the model's run under the harness's metric names, with the
+// harness's own figures next to them (harness.*).
+func kinesisHarnessVariants(o Options) ([]Variant, error) {
+	r, err := calibration(o.Calibrate, KinesisReferenceReport, kinesisScenario)
+	if err != nil {
+		return nil, err
+	}
+	var out []Variant
+	for _, v := range r.Variants {
+		m, err := sim.KinesisFromReport(r, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		m.Seed = o.Seed
+		hv := v
+		out = append(out, Variant{
+			Name: v.Name, Description: v.Description + " Calibrated from harness run " + r.RunID + ".",
+			Parameters: kinesisParams(m), Faults: kinesisFaults(m),
+			Run: func() sim.Result {
+				kr := m.Run()
+				res := kr.Summary(kinesisQuick)
+				for k, x := range sim.KinesisHarnessMetrics(m, kr) {
+					res.Metrics[k] = x
+				}
+				for _, k := range kinesisCompared {
+					if x, ok := hv.Metrics[k]; ok {
+						res.Metrics["harness."+k] = float64(x)
+					}
+				}
+				return res
+			},
+		})
+	}
+	return out, nil
+}
+
+var kinesisCompared = []string{"fleet.recovery_after_restart_s", "fleet.routing_success.min_server_after_trigger", "fleet.threads.max"}
+
 func kinesisVariants(o Options) ([]Variant, error) {
+	if o.Scale == ScaleHarness {
+		return kinesisHarnessVariants(o)
+	}
 	base := kinesisIncidentModel()
 	base.Seed = o.Seed
 	fast := base
@@ -133,6 +193,9 @@ func kinesisRun(m sim.Kinesis) sim.Result {
 }
 
 func kinesisIncident(res map[string]sim.Result) []reports.IncidentRow {
+	if rows, ok := againstHarness(res, kinesisCompared, 2); ok {
+		return rows
+	}
 	var rows []reports.IncidentRow
 	if r, ok := res["vulnerable-slow-restart"]; ok {
 		row, n := publishedRow("il-0384", "restart_to_full_recovery", "fleet.recovered_s", "vulnerable-slow-restart", "min")

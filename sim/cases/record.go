@@ -2,10 +2,14 @@ package cases
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/seeds"
+	"github.com/chaoslab/chaoslab/sim"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -40,4 +44,66 @@ func publishedRow(caseID, name, metric, variant, unit string) (reports.IncidentR
 		Incident: strings.Join(strings.Fields(n.Text), " "), Published: fig, Number: n.Name,
 		Metric: metric, Variant: variant, Unit: unit,
 	}, n
+}
+
+// calibration loads the harness report to calibrate from: the one named,
+// or the reference run kept in the repository; it must be a run of the
+// scenario.
+func calibration(path, reference, scenario string) (*reports.Report, error) {
+	if path == "" {
+		path = reference
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("calibrate: no --calibrate report given and the reference %s is not here (run from the repository's root): %w", reference, err)
+		}
+	}
+	r, err := reports.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	if r.Scenario == nil || r.Scenario.ID != scenario {
+		id := "none"
+		if r.Scenario != nil {
+			id = r.Scenario.ID
+		}
+		return nil, fmt.Errorf("calibrate: %s is a run of scenario %s, want %s", path, id, scenario)
+	}
+	if r.Dir == "" {
+		r.Dir = filepath.Dir(path)
+	}
+	return r, nil
+}
+
+// againstHarness compares a calibrated run with its harness run, figure by
+// figure (the harness.* metrics the variants carry), within factor; ok is
+// false for a run that was not calibrated.
+func againstHarness(res map[string]sim.Result, compared []string, factor float64) ([]reports.IncidentRow, bool) {
+	var names []string
+	for name, r := range res {
+		for k := range r.Metrics {
+			if strings.HasPrefix(k, "harness.") {
+				names = append(names, name)
+				break
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, false
+	}
+	sort.Strings(names)
+	var rows []reports.IncidentRow
+	for _, name := range names {
+		r := res[name]
+		for _, k := range compared {
+			h, ok := r.Metrics["harness."+k]
+			if !ok {
+				continue
+			}
+			rows = append(rows, band(reports.IncidentRow{
+				Incident:  "The harness run of the same scenario at the same scale (real servers, real clients).",
+				Published: verdict.FormatValue(h), Metric: k, Variant: name, Against: "harness run",
+				Note: fmt.Sprintf("agreement within %gx of the harness's figure", factor),
+			}, r.Metrics[k], h/factor, h*factor))
+		}
+	}
+	return rows, true
 }

@@ -3,8 +3,6 @@ package cases
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -93,7 +91,7 @@ func zkVariants(o Options) ([]Variant, error) {
 	const vulnDesc = "Curator TreeCache as the proxies ran it: every reconnect re-reads the whole tree at once, failed reads retried with back-off, nothing bounded."
 	const mitDesc = "TreeWatcher, the action items: no refresh of a resumed session, a walk of a new session with at most 8 reads in flight."
 	if o.Scale == ScaleHarness {
-		r, err := zkCalibration(o.Calibrate)
+		r, err := calibration(o.Calibrate, ZKReferenceReport, zkScenario)
 		if err != nil {
 			return nil, err
 		}
@@ -119,32 +117,6 @@ func zkVariants(o Options) ([]Variant, error) {
 	return []Variant{mk("vulnerable", vulnDesc, vul), mk("mitigated", mitDesc, mit)}, nil
 }
 
-// zkCalibration loads the harness report to calibrate from: the one named,
-// or the reference run kept in the repository.
-func zkCalibration(path string) (*reports.Report, error) {
-	if path == "" {
-		path = ZKReferenceReport
-		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("calibrate: no --calibrate report given and the reference %s is not here (run from the repository's root): %w", ZKReferenceReport, err)
-		}
-	}
-	r, err := reports.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	if r.Scenario == nil || r.Scenario.ID != zkScenario {
-		id := "none"
-		if r.Scenario != nil {
-			id = r.Scenario.ID
-		}
-		return nil, fmt.Errorf("calibrate: %s is a run of scenario %s, want %s", path, id, zkScenario)
-	}
-	if r.Dir == "" {
-		r.Dir = filepath.Dir(path)
-	}
-	return r, nil
-}
-
 // zkHarnessRun runs the calibrated model and puts the harness's own figures
 // next to the model's, as metrics of the variant (harness.*).
 func zkHarnessRun(m sim.ZKStorm, seed uint64, hv *reports.VariantResult) func() sim.Result {
@@ -167,25 +139,10 @@ var zkCompared = []string{"servers.outstanding_requests.max_from_fault", "client
 // zkIncident compares the model with the write-up at the incident's scale,
 // and with the harness run at the harness's (rows "against" that run).
 func zkIncident(res map[string]sim.Result) []reports.IncidentRow {
-	var rows []reports.IncidentRow
-	if _, calibrated := res["vulnerable"].Metrics["harness.servers.outstanding_requests.max_from_fault"]; calibrated {
-		for _, name := range []string{"vulnerable", "mitigated"} {
-			r := res[name]
-			for _, k := range zkCompared {
-				h, ok := r.Metrics["harness."+k]
-				if !ok {
-					continue
-				}
-				lo, hi := h/zkAgree, h*zkAgree
-				rows = append(rows, band(reports.IncidentRow{
-					Incident:  "The harness run of the same scenario at the same scale (real ZooKeeper, real clients).",
-					Published: verdict.FormatValue(h), Metric: k, Variant: name, Against: "harness run",
-					Note: fmt.Sprintf("agreement within %dx of the harness's figure", zkAgree),
-				}, r.Metrics[k], lo, hi))
-			}
-		}
+	if rows, ok := againstHarness(res, zkCompared, zkAgree); ok {
 		return rows
 	}
+	var rows []reports.IncidentRow
 	if r, ok := res["vulnerable"]; ok {
 		oom := reports.IncidentRow{
 			Incident:  "The proxies' unbounded queues ran them out of memory, over and over: OOM kills, restarts and re-initialisation.",
