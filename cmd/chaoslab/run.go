@@ -64,13 +64,7 @@ it started, and still writes a report marked aborted.`,
 			if err != nil {
 				return err
 			}
-			if r.Verdict == verdict.Aborted {
-				return errAborted
-			}
-			if !r.ExpectationMet {
-				return errExpectation
-			}
-			return nil
+			return outcome(r)
 		},
 	}
 	f := cmd.Flags()
@@ -144,4 +138,16 @@ func interruptible(parent context.Context, msg string) (context.Context, func())
 		}
 	}()
 	return ctx, func() { signal.Stop(sigs); cancel(nil) }
+}
+
+// outcome is a finished run's exit: errAborted when it was interrupted,
+// errExpectation when it did not meet its expectation, nil otherwise.
+func outcome(r *reports.Report) error {
+	if r.Verdict == verdict.Aborted {
+		return errAborted
+	}
+	if !r.ExpectationMet {
+		return errExpectation
+	}
+	return nil
 }

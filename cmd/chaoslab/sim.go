@@ -11,7 +11,6 @@ import (
 
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/sim/cases"
-	"github.com/chaoslab/chaoslab/verdict"
 )
 
 func simCmd() *cobra.Command {
@@ -78,13 +77,7 @@ Without ID, lists the models. Exit status as for 'chaoslab run'.`,
 			}
 			r.Dir = dir
 			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
-			if r.Verdict == verdict.Aborted {
-				return errAborted
-			}
-			if !r.ExpectationMet {
-				return errExpectation
-			}
-			return nil
+			return outcome(r)
 		},
 	}
 	f := cmd.Flags()

@@ -127,12 +127,7 @@ func kinesisHarnessVariants(o Options) ([]Variant, error) {
 				for k, x := range sim.KinesisHarnessMetrics(m, kr) {
 					res.Metrics[k] = x
 				}
-				for _, k := range kinesisCompared {
-					if x, ok := hv.Metrics[k]; ok {
-						res.Metrics["harness."+k] = float64(x)
-					}
-				}
-				return res
+				return withHarness(res, hv, kinesisCompared)
 			},
 		})
 	}

@@ -107,3 +107,17 @@ func againstHarness(res map[string]sim.Result, compared []string, factor float64
 	}
 	return rows, true
 }
+
+// withHarness puts the harness run's own figures next to a calibrated
+// model's, as metrics of the variant (harness.*), for againstHarness.
+func withHarness(res sim.Result, hv *reports.VariantResult, compared []string) sim.Result {
+	if hv == nil {
+		return res
+	}
+	for _, k := range compared {
+		if x, ok := hv.Metrics[k]; ok {
+			res.Metrics["harness."+k] = float64(x)
+		}
+	}
+	return res
+}

@@ -106,7 +106,8 @@ func zkVariants(o Options) ([]Variant, error) {
 				desc = mitDesc
 			}
 			v := mk(name, desc+" Calibrated from harness run "+r.RunID+".", m)
-			v.Run = zkHarnessRun(m, o.Seed, r.Variant(name))
+			run, hv := v.Run, r.Variant(name)
+			v.Run = func() sim.Result { return withHarness(run(), hv, zkCompared) }
 			out = append(out, v)
 		}
 		return out, nil
@@ -115,23 +116,6 @@ func zkVariants(o Options) ([]Variant, error) {
 	mit := vul
 	mit.Strategy, mit.Window = sim.Paced, 8
 	return []Variant{mk("vulnerable", vulnDesc, vul), mk("mitigated", mitDesc, mit)}, nil
-}
-
-// zkHarnessRun runs the calibrated model and puts the harness's own figures
-// next to the model's, as metrics of the variant (harness.*).
-func zkHarnessRun(m sim.ZKStorm, seed uint64, hv *reports.VariantResult) func() sim.Result {
-	return func() sim.Result {
-		m.Seed = seed
-		res := m.Run().Summary()
-		if hv != nil {
-			for _, k := range zkCompared {
-				if x, ok := hv.Metrics[k]; ok {
-					res.Metrics["harness."+k] = float64(x)
-				}
-			}
-		}
-		return res
-	}
 }
 
 var zkCompared = []string{"servers.outstanding_requests.max_from_fault", "clients.oom_kills", "clients.fresh_after_fault_s"}
