@@ -13,6 +13,7 @@ var Metrics = map[string]string{
 	"clients.deaths":                              "client processes that exited before the end of the run, for any reason",
 	"clients.rss_mb.max":                          "peak resident memory of any client process, in MiB",
 	"clients.pending.max":                         "peak of requests in flight plus queued in any one client",
+	"clients.pending.max_from_fault":              "peak of requests in flight plus queued in any one client, from the start of the first fault to the end of the run",
 	"clients.requests.total":                      "requests completed by all clients",
 	"clients.reconnects.total":                    "reconnections (new TCP connection with a session) over all clients",
 	"clients.refreshes.total":                     "full or paced tree walks started over all clients",

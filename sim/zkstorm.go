@@ -129,12 +129,15 @@ type ZKStormResult struct {
 	// (servers.outstanding_requests.max_from_fault).
 	PeakOutstanding float64
 	PeakPending     float64 // most reads pending in one proxy
-	OOMKills        int
-	OOMAfterFault   int
-	Reconnects      int
-	Refreshes       int // full refreshes or walks started
-	Elections       int
-	GCStalls        int // server GC stalls (queue over ServerQueueLimit)
+	// PeakPendingFromFault is PeakPending from FaultAt on
+	// (clients.pending.max_from_fault).
+	PeakPendingFromFault float64
+	OOMKills             int
+	OOMAfterFault        int
+	Reconnects           int
+	Refreshes            int // full refreshes or walks started
+	Elections            int
+	GCStalls             int // server GC stalls (queue over ServerQueueLimit)
 	// FreshAfter is the time from the end of the trigger until every mirror
 	// is fresh and stays fresh (+Inf if not by the horizon).
 	FreshAfter float64
@@ -233,6 +236,9 @@ func (z *zkRun) fresh(p *zkProxy) bool {
 func (z *zkRun) checkMemory(s *Sim, i int) bool {
 	p := &z.px[i]
 	z.res.PeakPending = math.Max(z.res.PeakPending, z.pending(p))
+	if s.Now() >= z.m.FaultAt {
+		z.res.PeakPendingFromFault = math.Max(z.res.PeakPendingFromFault, z.pending(p))
+	}
 	if z.memory(p) <= z.m.LimitMB {
 		return false
 	}
@@ -719,6 +725,7 @@ func (r ZKStormResult) Summary() Result {
 			"clients.oom_kills":                           float64(r.OOMKills),
 			"clients.oom_kills_from_fault":                float64(r.OOMAfterFault),
 			"clients.pending.max":                         r.PeakPending,
+			"clients.pending.max_from_fault":              r.PeakPendingFromFault,
 			"clients.reconnects.total":                    float64(r.Reconnects),
 			"clients.refreshes.total":                     float64(r.Refreshes),
 			"clients.fresh_after_fault_s":                 r.FreshAfter,

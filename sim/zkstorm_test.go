@@ -116,7 +116,7 @@ func TestZKAgreesWithHarness(t *testing.T) {
 	// The scenario's comparison: vulnerable/mitigated peak outstanding.
 	hr := peaks["vulnerable"][0] / peaks["mitigated"][0]
 	sr := peaks["vulnerable"][1] / peaks["mitigated"][1]
-	t.Logf("peak outstanding vulnerable/mitigated: harness %.1fx, sim %.1fx (the scenario asks ≥ 10x)", hr, sr)
+	t.Logf("peak outstanding vulnerable/mitigated: harness %.1fx, sim %.1fx (the harness runs measured 6.6x to 34x)", hr, sr)
 	if !within(sr, hr, zkAgree) {
 		t.Errorf("ratio of peaks: sim %.1f, harness %.1f", sr, hr)
 	}

@@ -99,6 +99,7 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 	// Clients.
 	var ooms, deaths int
 	var rssMax, pendMax, staleMax float64
+	pendFromFault := math.NaN()
 	var requests, reconnects, refreshes float64
 	lastStale := math.Inf(-1)
 	neverFresh := false
@@ -146,6 +147,12 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 			vr.SeriesFor("client.completed", c.id, "requests").Points = append(vr.SeriesFor("client.completed", c.id, "requests").Points, pt(s.t, float64(base.Completed+s.s.Completed)))
 			rssMax = max(rssMax, rss)
 			pendMax = max(pendMax, pend)
+			if !math.IsNaN(faultStart) && s.t >= faultStart {
+				if math.IsNaN(pendFromFault) {
+					pendFromFault = 0
+				}
+				pendFromFault = max(pendFromFault, pend)
+			}
 			if s.t >= warm {
 				staleMax = max(staleMax, st)
 			}
@@ -179,6 +186,9 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 	m["clients.deaths"] = float64(deaths)
 	m["clients.rss_mb.max"] = rssMax
 	m["clients.pending.max"] = pendMax
+	if !math.IsNaN(pendFromFault) {
+		m["clients.pending.max_from_fault"] = pendFromFault
+	}
 	m["clients.requests.total"] = requests
 	m["clients.reconnects.total"] = reconnects
 	m["clients.refreshes.total"] = refreshes

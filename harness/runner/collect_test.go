@@ -228,10 +228,26 @@ func TestCollectWithoutFault(t *testing.T) {
 	}}
 	v.collect([]*client{staleClient("client-01", 12, 28, 11)}, srv, collectWriter(t, 450).Log())
 	assert.Equal(t, 90.0, metric(t, v, "servers.outstanding_requests.max"))
-	for _, m := range []string{"servers.outstanding_requests.max_from_fault", "servers.connections.min_after_fault", "clients.fresh_after_fault_s"} {
+	for _, m := range []string{"servers.outstanding_requests.max_from_fault", "servers.connections.min_after_fault", "clients.fresh_after_fault_s", "clients.pending.max_from_fault"} {
 		_, ok := v.vr.Metrics[m]
 		assert.False(t, ok, "%s needs a fault", m)
 	}
+}
+
+func TestCollectClientPendingFromTheFault(t *testing.T) {
+	// The initial load (3,000 pending at 2 s) is before the fault; from the
+	// fault (10 s) on, client-02's 40 is the peak.
+	v := collectVariant(t, faultWindow())
+	mk := func(t float64, inflight, queued int64) clientSample {
+		s := csample(t, 0, upTo(t))
+		s.s.InFlight, s.s.Queued = inflight, queued
+		return s
+	}
+	c1 := newClient("client-01", []clientSample{mk(2, 2000, 1000), mk(12, 8, 3), mk(collectRunEnd, 0, 0)})
+	c2 := newClient("client-02", []clientSample{mk(9, 900, 0), mk(20, 8, 32), mk(collectRunEnd, 1, 0)})
+	v.collect([]*client{c1, c2}, &serverSampler{}, collectWriter(t, 450).Log())
+	assert.Equal(t, 3000.0, metric(t, v, "clients.pending.max"))
+	assert.Equal(t, 40.0, metric(t, v, "clients.pending.max_from_fault"))
 }
 
 func TestCollectNoSampleFromTheFaultOn(t *testing.T) {

@@ -7,9 +7,10 @@
 //     all issued at once, with no bound on requests in flight or queued, and
 //     failed reads re-queued with Curator-style exponential back-off;
 //   - paced, like Elastic's TreeWatcher: no refresh when the session is
-//     resumed; a walk only on a new session, with at most Window requests in
-//     flight so the server sets the pace; a walk in progress is cancelled when
-//     its session is lost.
+//     resumed; a walk only on a new session; at most Window reads in flight,
+//     the walk's and those that follow watch events together, so the server
+//     sets the pace; a walk in progress is cancelled when its session is
+//     lost.
 //
 // The client prints one JSON Sample per report interval on its output; the
 // harness reads them as the client's figures.
@@ -114,6 +115,8 @@ type Mirror struct {
 	sessionMu                         sync.Mutex
 	ctx                               context.Context
 	events                            chan zk.Event
+	// slots bounds the reads in flight of a paced mirror (nil: unbounded).
+	slots chan struct{}
 }
 
 // Run mirrors until ctx ends, writing samples to out.
@@ -141,6 +144,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		sessionUp: make(chan struct{}),
 		ctx:       ctx,
 		events:    make(chan zk.Event, 4096),
+	}
+	if cfg.Strategy == Paced {
+		m.slots = make(chan struct{}, cfg.Window)
 	}
 	m.state.Store("connecting")
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
@@ -309,7 +315,20 @@ const (
 
 // read issues one watched read and applies its result to the mirror; it
 // returns the children for opChildren.
+// A paced mirror first waits for one of its Window slots (counted as
+// queued while it waits).
 func (m *Mirror) read(p string, o op) ([]string, error) {
+	if m.slots != nil {
+		m.queued.Add(1)
+		select {
+		case m.slots <- struct{}{}:
+			m.queued.Add(-1)
+			defer func() { <-m.slots }()
+		case <-m.ctx.Done():
+			m.queued.Add(-1)
+			return nil, m.ctx.Err()
+		}
+	}
 	m.inflight.Add(1)
 	defer m.inflight.Add(-1)
 	switch o {
@@ -346,7 +365,8 @@ func (m *Mirror) apply(p string, data []byte) {
 }
 
 // spawnRead follows a watch event. Both strategies re-read one znode per
-// event; the full-refresh client does it without any bound.
+// event; the full-refresh client does it without any bound, the paced one
+// within its window (read).
 func (m *Mirror) spawnRead(p string, o op) {
 	go func() {
 		if m.cfg.Strategy == FullRefresh {

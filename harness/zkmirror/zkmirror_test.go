@@ -1,6 +1,7 @@
 package zkmirror
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -349,4 +350,27 @@ func TestWriterLogIsACopy(t *testing.T) {
 	require.Len(t, got, 3)
 	got[0].Seq = 99
 	assert.Equal(t, int64(1), w.Log()[0].Seq, "the caller's copy does not alias the writer's log")
+}
+
+func TestPacedReadWaitsForASlotOfTheWindow(t *testing.T) {
+	// A paced mirror whose 2 slots are taken: a third read (a walk's or one
+	// that follows a watch event) waits, counted as queued, and sends
+	// nothing; it gives up when the mirror stops.
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Mirror{ctx: ctx, slots: make(chan struct{}, 2)}
+	m.slots <- struct{}{}
+	m.slots <- struct{}{}
+	done := make(chan error, 1)
+	go func() { _, err := m.read("/chaoslab/x", opData); done <- err }()
+	require.Eventually(t, func() bool { return m.queued.Load() == 1 }, 2*time.Second, time.Millisecond)
+	assert.Zero(t, m.inflight.Load(), "nothing in flight while waiting for a slot")
+	select {
+	case err := <-done:
+		t.Fatalf("read returned while the window was full: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Zero(t, m.queued.Load())
+	assert.Len(t, m.slots, 2, "a read that gave up holds no slot")
 }

@@ -165,7 +165,7 @@ func TestZKCaseAgreesWithHarness(t *testing.T) {
 	r, err := Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: ref, Seed: 1})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
-	require.Len(t, r.Comparisons, 1, "the scenario's outstanding-10x")
+	require.Len(t, r.Comparisons, 1, "the scenario's client-queue-20x")
 	require.True(t, r.Comparisons[0].Held)
 	require.Len(t, r.Incident, 6)
 	for _, row := range r.Incident {
