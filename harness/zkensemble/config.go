@@ -2,7 +2,6 @@ package zkensemble
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,27 +78,6 @@ func writeMemberFiles(cfgPath, dataDir string, id int, c memberConfig) error {
 		return fmt.Errorf("write zoo.cfg: %w", err)
 	}
 	return nil
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1. All listeners
-// are held open until every port is picked so that no port repeats.
-func freePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", loopback+":0")
-		if err != nil {
-			return nil, fmt.Errorf("pick free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // dirEmpty reports whether dir does not exist or has no entries.

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/freeport"
 	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
@@ -35,8 +36,8 @@ const DefaultStartTimeout = 2 * time.Minute
 
 var errPortInUse = errors.New("port already in use")
 
-// pickPorts is freePorts; tests replace it to force a collision.
-var pickPorts = freePorts
+// pickPorts is freeport.Loopback; tests replace it to force a collision.
+var pickPorts = freeport.Loopback
 
 // Ensemble is a running set of ZooKeeper servers started by Start.
 type Ensemble struct {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/freeport"
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 )
@@ -229,14 +230,14 @@ func TestIntegration_PortCollisionRetried(t *testing.T) {
 	calls := 0
 	pickPorts = func(n int) ([]int, error) {
 		calls++
-		ps, err := freePorts(n)
+		ps, err := freeport.Loopback(n)
 		if err == nil && calls == 1 {
 			held, err = net.Listen("tcp", addr(ps[0]))
 		}
 		return ps, err
 	}
 	t.Cleanup(func() {
-		pickPorts = freePorts
+		pickPorts = freeport.Loopback
 		if held != nil {
 			held.Close()
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/freeport"
 	"github.com/chaoslab/chaoslab/harness/zkcheck"
 )
 
@@ -60,7 +61,7 @@ func TestWriteMemberFiles(t *testing.T) {
 }
 
 func TestFreePortsDistinct(t *testing.T) {
-	ps, err := freePorts(28)
+	ps, err := freeport.Loopback(28)
 	require.NoError(t, err)
 	seen := map[int]bool{}
 	for _, p := range ps {
