@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
-	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
 
@@ -162,13 +159,8 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	if err := docker.CheckImage(ctx, o.Image); err != nil {
 		return nil, fmt.Errorf("start consul cluster: %w", err)
 	}
-	if o.LogDir == "" {
-		if o.LogDir, err = os.MkdirTemp("", "dockerconsul-"+o.RunID+"-"); err != nil {
-			return nil, fmt.Errorf("start consul cluster: create log dir: %w", err)
-		}
-	}
-	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start consul cluster: create log dir: %w", err)
+	if o.LogDir, err = docker.LogDir(o.LogDir, "dockerconsul-"+o.RunID+"-"); err != nil {
+		return nil, fmt.Errorf("start consul cluster: %w", err)
 	}
 	began := time.Now()
 	c := &Cluster{opts: o, log: o.Logger}
@@ -178,45 +170,17 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	for id := 1; id <= o.Agents; id++ {
 		c.agents = append(c.agents, c.newNode(false, id))
 	}
-	c.net, err = network.New(ctx, network.WithLabels(docker.MergeLabels(docker.Labels(o.RunID), map[string]string{docker.LabelComponent: Component})))
-	if err != nil {
-		return nil, fmt.Errorf("start consul cluster: create network: %w", err)
+	if c.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
+		return nil, fmt.Errorf("start consul cluster: %w", err)
 	}
 	fail := func(err error, bad []*Node) (*Cluster, error) {
-		var tails []string
-		for _, n := range bad {
-			tails = append(tails, n.logTail(25))
-		}
-		if cerr := c.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("clean up: %w", cerr))
-		}
-		if len(tails) > 0 {
-			err = fmt.Errorf("%w\n%s", err, strings.Join(tails, "\n"))
-		}
-		return nil, fmt.Errorf("start consul cluster: %w", err)
+		return nil, fmt.Errorf("start consul cluster: %w", docker.FailStart(err, bad, func(n *Node) string { return n.logTail(25) }, c.Close))
 	}
 	c.log.Info("dockerconsul: starting", "run", o.RunID, "servers", o.Servers, "agents", o.Agents, "image", o.Image, "network", c.net.Name, "logs", o.LogDir)
 
 	// Create every node at the same time: each answers on its HTTP port as
 	// soon as it runs, and retries joining the servers every second.
-	nodes := c.Nodes()
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() {
-			if err := n.create(ctx); err != nil {
-				errs[i] = fmt.Errorf("run %s: %w", n.name, err)
-			}
-		})
-	}
-	wg.Wait()
-	var bad []*Node
-	for i, err := range errs {
-		if err != nil {
-			bad = append(bad, nodes[i])
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if bad, err := docker.CreateAll(ctx, c.Nodes(), (*Node).create); err != nil {
 		return fail(err, bad)
 	}
 	if bad, err := c.waitHealthy(ctx); err != nil {
@@ -228,10 +192,15 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 
 func (c *Cluster) newNode(server bool, id int) *Node {
 	cfg := c.opts.nodeConfig(server, id)
-	return &Node{
+	n := &Node{
 		id: id, name: cfg.Name, server: server, cl: c, cfg: cfg,
 		logPath: filepath.Join(c.opts.LogDir, cfg.Name+".log"),
 	}
+	n.base = docker.Member{
+		Name: n.name, LogPath: n.logPath, Prefix: "dockerconsul", Key: "node", Log: c.log,
+		Container: docker.Current(n.Container),
+	}
+	return n
 }
 
 // nodeOpts are the container options of a node with this command line.
@@ -244,7 +213,7 @@ func (c *Cluster) nodeOpts(cfg NodeConfig) []testcontainers.ContainerCustomizer 
 		testcontainers.WithLabels(map[string]string{docker.LabelComponent: Component, docker.LabelMember: cfg.Name}),
 		testcontainers.WithName(ContainerName(o.RunID, cfg.Name)),
 		network.WithNetwork([]string{cfg.Name}, c.net),
-		testcontainers.WithLogger(printfLogger{c.log}),
+		testcontainers.WithLogger(docker.SlogPrintf(c.log)),
 	}
 	if !cfg.Server && o.AgentMemoryLimit > 0 {
 		opts = append(opts, WithMemoryLimit(o.AgentMemoryLimit))
@@ -321,47 +290,10 @@ func (c *Cluster) Close() error {
 		c.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		nodes := c.Nodes()
-		errs := make([]error, len(nodes)+1)
-		var wg sync.WaitGroup
-		for i, n := range nodes {
-			wg.Go(func() {
-				if err := n.remove(ctx); err != nil {
-					errs[i] = fmt.Errorf("remove %s: %w", n.name, err)
-				}
-			})
-		}
-		wg.Wait()
-		if c.net != nil {
-			if err := c.net.Remove(ctx); err != nil && !docker.IsNotFound(err) {
-				errs[len(nodes)] = fmt.Errorf("remove network %s: %w", c.net.Name, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := docker.RemoveAll(ctx, c.net, c.Nodes(), (*Node).remove); err != nil {
 			c.closeErr = fmt.Errorf("close consul cluster: %w", err)
 		}
 		c.log.Info("dockerconsul: closed", "run", c.opts.RunID, "err", c.closeErr)
 	})
 	return c.closeErr
-}
-
-// removeByName force-removes a container by name; a missing one is fine.
-func removeByName(ctx context.Context, name string) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !docker.IsNotFound(err) {
-		return err
-	}
-	return nil
-}
-
-// printfLogger sends testcontainers-go's messages to a slog.Logger at
-// debug level.
-type printfLogger struct{ l *slog.Logger }
-
-func (p printfLogger) Printf(format string, args ...any) {
-	p.l.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "testcontainers")
 }

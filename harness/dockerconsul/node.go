@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
@@ -29,10 +25,7 @@ var (
 )
 
 // ErrNotRunning is returned when a node has no running container.
-var ErrNotRunning = errors.New("not running")
-
-// opTimeout bounds the node methods that take no context.
-const opTimeout = 30 * time.Second
+var ErrNotRunning = docker.ErrNotRunning
 
 // Node is one Consul agent container of a Cluster: a server or a client
 // agent.
@@ -42,6 +35,7 @@ type Node struct {
 	server  bool
 	cl      *Cluster
 	logPath string
+	base    docker.Member // the container faults, marks and log tail
 
 	opMu sync.Mutex // serialises Kill, Restart, Replace, Disconnect, Reconnect
 
@@ -143,12 +137,10 @@ func (n *Node) create(ctx context.Context) error {
 		n.mu.Lock()
 		n.ctr = ctr
 		n.mu.Unlock()
-		if l, ferr := docker.FollowLogs(ctx, ctr.GetContainerID(), n.logPath); ferr == nil {
+		if l := n.base.FollowLogs(ctx, ctr.GetContainerID()); l != nil {
 			n.mu.Lock()
 			n.logs = l
 			n.mu.Unlock()
-		} else {
-			n.cl.log.Warn("dockerconsul: cannot follow logs", "node", n.name, "err", ferr)
 		}
 	}
 	if err != nil {
@@ -192,33 +184,15 @@ func (n *Node) remove(ctx context.Context) error {
 	c, logs := n.ctr, n.logs
 	n.ctr, n.logs = nil, nil
 	n.mu.Unlock()
-	var errs []error
+	var dc *docker.Container
 	if c != nil {
-		if st, err := c.RunState(ctx); err == nil && st.Paused {
-			_ = c.Unpause(ctx)
-		}
-		if err := c.Terminate(ctx, testcontainers.StopTimeout(0)); err != nil && !docker.IsNotFound(err) {
-			errs = append(errs, err)
-		}
+		dc = c.Container
 	}
-	if err := removeByName(ctx, n.ContainerName()); err != nil {
-		errs = append(errs, err)
-	}
-	if logs != nil {
-		if err := logs.Wait(5 * time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("copy logs: %w", err))
-		}
-	}
-	return errors.Join(errs...)
+	return docker.RemoveMember(ctx, dc, n.ContainerName(), logs)
 }
 
 // mark appends a line to the node's log.
-func (n *Node) mark(what string) {
-	if f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(f, "=== chaoslab dockerconsul %s: %s %s\n", time.Now().Format(time.RFC3339Nano), n.name, what)
-		f.Close()
-	}
-}
+func (n *Node) mark(what string) { n.base.Mark(what) }
 
 // Leader asks the node for the raft leader's address ("ip:8300"; "" while
 // there is none), with a deadline of at most DefaultProbeTimeout: a paused
@@ -256,77 +230,26 @@ func (n *Node) Members(ctx context.Context) ([]*api.AgentMember, error) {
 
 // State returns the container's state: running, paused, OOM killed, exit
 // code.
-func (n *Node) State(ctx context.Context) (State, error) {
-	c, err := n.container()
-	if err != nil {
-		return State{}, fmt.Errorf("state of %s: %w", n.name, err)
-	}
-	st, err := c.RunState(ctx)
-	if err != nil {
-		return State{}, fmt.Errorf("state of %s: %w", n.name, err)
-	}
-	return st, nil
-}
-
-func (n *Node) quickState() (State, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return n.State(ctx)
-}
+func (n *Node) State(ctx context.Context) (State, error) { return n.base.State(ctx) }
 
 // Running reports whether the node's container runs (paused counts).
-func (n *Node) Running() bool {
-	st, err := n.quickState()
-	return err == nil && st.Running
-}
+func (n *Node) Running() bool { return n.base.Running() }
 
 // Paused reports whether the node's container is paused.
-func (n *Node) Paused() bool {
-	st, err := n.quickState()
-	return err == nil && st.Paused
-}
+func (n *Node) Paused() bool { return n.base.Paused() }
 
 // OOMKilled reports whether the node's container has stopped because the
 // kernel's OOM killer killed the agent (its PID 1). Unlike the engine's
 // flag in State, which Docker keeps over a restart of the same container,
 // it is false again once the node runs.
-func (n *Node) OOMKilled() bool {
-	st, err := n.quickState()
-	return err == nil && st.OOMKilled && !st.Running
-}
+func (n *Node) OOMKilled() bool { return n.base.OOMKilled() }
 
 // Pause freezes the node's container (docker pause, the freezer cgroup).
 // Its published port still accepts connections but nothing answers.
-func (n *Node) Pause() error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := n.container()
-	if err == nil {
-		err = c.Pause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("pause %s: %w", n.name, err)
-	}
-	n.mark("paused")
-	n.cl.log.Info("dockerconsul: paused", "node", n.name)
-	return nil
-}
+func (n *Node) Pause() error { return n.base.Pause() }
 
 // Resume thaws a paused container.
-func (n *Node) Resume() error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := n.container()
-	if err == nil {
-		err = c.Unpause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", n.name, err)
-	}
-	n.mark("resumed")
-	n.cl.log.Info("dockerconsul: resumed", "node", n.name)
-	return nil
-}
+func (n *Node) Resume() error { return n.base.Resume() }
 
 // Kill sends SIGKILL to the container (through the engine, thawing it
 // first if paused) and waits until it has stopped. The container and its
@@ -334,32 +257,7 @@ func (n *Node) Resume() error {
 func (n *Node) Kill() error {
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+5*time.Second)
-	defer cancel()
-	if err := n.kill(ctx); err != nil {
-		return fmt.Errorf("kill %s: %w", n.name, err)
-	}
-	return nil
-}
-
-func (n *Node) kill(ctx context.Context) error {
-	c, err := n.container()
-	if err != nil {
-		return err
-	}
-	st, err := c.RunState(ctx)
-	if err != nil {
-		return err
-	}
-	if !st.Running {
-		return ErrNotRunning
-	}
-	if err := c.Kill(ctx); err != nil {
-		return err
-	}
-	n.mark("killed (SIGKILL)")
-	n.cl.log.Info("dockerconsul: killed", "node", n.name)
-	return nil
+	return n.base.Kill()
 }
 
 // Restart starts the node's container again, with the same data (after
@@ -379,16 +277,8 @@ func (n *Node) restart(ctx context.Context) error {
 	if n.cl.closed.Load() {
 		return errors.New("cluster closed")
 	}
-	c, err := n.container()
-	if err != nil {
+	if err := n.base.StartAgain(ctx); err != nil {
 		return err
-	}
-	if err := n.kill(ctx); err != nil && !errors.Is(err, ErrNotRunning) {
-		return err
-	}
-	n.mark("starting the container again")
-	if err := c.Start(ctx); err != nil {
-		return fmt.Errorf("%w\n%s", err, n.logTail(25))
 	}
 	if err := n.refreshAddr(ctx); err != nil {
 		return err
@@ -452,50 +342,16 @@ func (n *Node) replace(ctx context.Context) error {
 
 // LimitCPU limits the live container to cores CPUs (docker update --cpus);
 // cores <= 0 lifts the limit (see Container.LimitCPU).
-func (n *Node) LimitCPU(cores float64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := n.container()
-	if err == nil {
-		err = c.LimitCPU(ctx, cores)
-	}
-	if err != nil {
-		return fmt.Errorf("limit cpu of %s: %w", n.name, err)
-	}
-	n.mark(fmt.Sprintf("cpu limit %.2f cores (0: none)", cores))
-	n.cl.log.Info("dockerconsul: cpu limit", "node", n.name, "cores", cores)
-	return nil
-}
+func (n *Node) LimitCPU(cores float64) error { return n.base.LimitCPU(cores) }
 
 // CPULimit returns the container's CPU limit in cores (0: none).
-func (n *Node) CPULimit() (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := n.container()
-	if err != nil {
-		return 0, fmt.Errorf("read cpu limit of %s: %w", n.name, err)
-	}
-	return c.CPULimit(ctx)
-}
+func (n *Node) CPULimit() (float64, error) { return n.base.CPULimit() }
 
 // SetMemoryLimit sets the live container's memory limit in bytes (no
 // swap): IL-0206's agents under a pod memory limit. When the agent needs
 // more, the kernel OOM-kills it and State reports OOMKilled. See
 // Container.SetMemoryLimit for cgroup v1 and v2.
-func (n *Node) SetMemoryLimit(bytes int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := n.container()
-	if err == nil {
-		err = c.SetMemoryLimit(ctx, bytes)
-	}
-	if err != nil {
-		return fmt.Errorf("limit memory of %s: %w", n.name, err)
-	}
-	n.mark(fmt.Sprintf("memory limit %d bytes", bytes))
-	n.cl.log.Info("dockerconsul: memory limit", "node", n.name, "bytes", bytes)
-	return nil
-}
+func (n *Node) SetMemoryLimit(bytes int64) error { return n.base.SetMemoryLimit(bytes) }
 
 // MemoryUsage returns the container's memory usage in bytes (the cgroup's:
 // page cache included).
@@ -508,19 +364,7 @@ func (n *Node) MemoryUsage(ctx context.Context) (uint64, error) {
 }
 
 // SetPidsLimit sets the live container's pids limit (n <= 0: none).
-func (n *Node) SetPidsLimit(pids int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := n.container()
-	if err == nil {
-		err = c.SetPidsLimit(ctx, pids)
-	}
-	if err != nil {
-		return fmt.Errorf("limit pids of %s: %w", n.name, err)
-	}
-	n.mark(fmt.Sprintf("pids limit %d", pids))
-	return nil
-}
+func (n *Node) SetPidsLimit(pids int64) error { return n.base.SetPidsLimit(pids) }
 
 // Disconnect takes the node off the run's network: the other nodes lose
 // it (gossip marks it failed), and so does the host (it has no other
@@ -528,16 +372,7 @@ func (n *Node) SetPidsLimit(pids int64) error {
 func (n *Node) Disconnect(ctx context.Context) error {
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
-	c, err := n.container()
-	if err == nil {
-		err = c.Disconnect(ctx, n.cl.net.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("disconnect %s: %w", n.name, err)
-	}
-	n.mark("disconnected from the network")
-	n.cl.log.Info("dockerconsul: disconnected", "node", n.name)
-	return nil
+	return n.base.Disconnect(ctx, n.cl.net.ID)
 }
 
 // Reconnect puts the node back on the run's network with its alias and
@@ -578,26 +413,13 @@ func (n *Node) Reconnect(ctx context.Context) error {
 // itself and at least one server alive), its container stops, or ctx
 // ends.
 func (n *Node) waitJoined(ctx context.Context) error {
-	var last error
-	for {
-		st, err := n.State(ctx)
-		if err == nil && !st.Running {
-			return fmt.Errorf("wait for %s: container stopped: exit code %d, OOM killed %v\n%s", n.name, st.ExitCode, st.OOMKilled, n.logTail(30))
-		}
+	return n.base.WaitFor(ctx, func(ctx context.Context) error {
 		ms, err := n.Members(ctx)
 		if err == nil {
 			err = joined(n.name, n.server && len(n.cl.servers) == 1, ms)
 		}
-		if err == nil {
-			return nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last: %v)\n%s", n.name, ctx.Err(), last, n.logTail(30))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // joined reports whether a member list shows node alive and a server
@@ -625,33 +447,4 @@ func joined(node string, alone bool, ms []*api.AgentMember) error {
 
 // logTail returns the last n lines of the node's log, indented, for error
 // messages.
-func (n *Node) logTail(lines int) string {
-	b, err := readTail(n.logPath, 64*1024)
-	if err != nil {
-		return "  (" + err.Error() + ")"
-	}
-	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(ls) > lines {
-		ls = ls[len(ls)-lines:]
-	}
-	return "  " + n.name + " log tail (" + n.logPath + "):\n    " + strings.Join(ls, "\n    ")
-}
-
-// readTail reads at most the last max bytes of a file.
-func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if off := st.Size() - max; off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(f)
-}
+func (n *Node) logTail(lines int) string { return n.base.LogTail(lines) }

@@ -4,18 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -143,60 +139,25 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	if err := docker.CheckImage(ctx, o.Image); err != nil {
 		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
-	if o.LogDir == "" {
-		if o.LogDir, err = os.MkdirTemp("", "dockeretcd-"+o.RunID+"-"); err != nil {
-			return nil, fmt.Errorf("start etcd cluster: create log dir: %w", err)
-		}
-	}
-	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start etcd cluster: create log dir: %w", err)
+	if o.LogDir, err = docker.LogDir(o.LogDir, "dockeretcd-"+o.RunID+"-"); err != nil {
+		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
 	began := time.Now()
 	c := &Cluster{opts: o, log: o.Logger}
 	for id := 1; id <= o.Members; id++ {
-		c.members = append(c.members, &Member{
-			id: id, name: MemberName(id), cl: c, cfg: o.memberConfig(id),
-			logPath: filepath.Join(o.LogDir, MemberName(id)+".log"),
-		})
+		c.members = append(c.members, newMember(c, id))
 	}
-	c.net, err = network.New(ctx, network.WithLabels(docker.MergeLabels(docker.Labels(o.RunID), map[string]string{docker.LabelComponent: Component})))
-	if err != nil {
-		return nil, fmt.Errorf("start etcd cluster: create network: %w", err)
+	if c.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
+		return nil, fmt.Errorf("start etcd cluster: %w", err)
 	}
 	fail := func(err error, bad []*Member) (*Cluster, error) {
-		var tails []string
-		for _, m := range bad {
-			tails = append(tails, m.logTail(25))
-		}
-		if cerr := c.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("clean up: %w", cerr))
-		}
-		if len(tails) > 0 {
-			err = fmt.Errorf("%w\n%s", err, strings.Join(tails, "\n"))
-		}
-		return nil, fmt.Errorf("start etcd cluster: %w", err)
+		return nil, fmt.Errorf("start etcd cluster: %w", docker.FailStart(err, bad, func(m *Member) string { return m.logTail(25) }, c.Close))
 	}
 	c.log.Info("dockeretcd: starting", "run", o.RunID, "members", o.Members, "image", o.Image, "network", c.net.Name, "logs", o.LogDir)
 
 	// Create the members at the same time: none serves before a quorum is
 	// up, but each answers on its metrics port as soon as it runs.
-	errs := make([]error, len(c.members))
-	var wg sync.WaitGroup
-	for i, m := range c.members {
-		wg.Go(func() {
-			if err := m.create(ctx); err != nil {
-				errs[i] = fmt.Errorf("run %s: %w", m.name, err)
-			}
-		})
-	}
-	wg.Wait()
-	var bad []*Member
-	for i, err := range errs {
-		if err != nil {
-			bad = append(bad, c.members[i])
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if bad, err := docker.CreateAll(ctx, c.members, (*Member).create); err != nil {
 		return fail(err, bad)
 	}
 	if bad, err := c.waitHealthy(ctx); err != nil {
@@ -216,7 +177,7 @@ func (c *Cluster) memberOpts(name string, id int, cfg MemberConfig) []testcontai
 		testcontainers.WithLabels(map[string]string{docker.LabelComponent: Component, docker.LabelMember: name}),
 		testcontainers.WithName(ContainerName(o.RunID, id)),
 		network.WithNetwork([]string{name}, c.net),
-		testcontainers.WithLogger(printfLogger{c.log}),
+		testcontainers.WithLogger(docker.SlogPrintf(c.log)),
 	}
 	return append(opts, o.Customizers...)
 }
@@ -280,47 +241,13 @@ func (c *Cluster) Close() error {
 		c.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		errs := make([]error, len(c.members)+1)
-		var wg sync.WaitGroup
-		for i, m := range c.members {
-			wg.Go(func() {
-				m.closeClient()
-				if err := m.remove(ctx); err != nil {
-					errs[i] = fmt.Errorf("remove %s: %w", m.name, err)
-				}
-			})
-		}
-		wg.Wait()
-		if c.net != nil {
-			if err := c.net.Remove(ctx); err != nil && !docker.IsNotFound(err) {
-				errs[len(c.members)] = fmt.Errorf("remove network %s: %w", c.net.Name, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := docker.RemoveAll(ctx, c.net, c.members, func(m *Member, ctx context.Context) error {
+			m.closeClient()
+			return m.remove(ctx)
+		}); err != nil {
 			c.closeErr = fmt.Errorf("close etcd cluster: %w", err)
 		}
 		c.log.Info("dockeretcd: closed", "run", c.opts.RunID, "err", c.closeErr)
 	})
 	return c.closeErr
-}
-
-// removeByName force-removes a container by name; a missing one is fine.
-func removeByName(ctx context.Context, name string) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !docker.IsNotFound(err) {
-		return err
-	}
-	return nil
-}
-
-// printfLogger sends testcontainers-go's messages to a slog.Logger at
-// debug level.
-type printfLogger struct{ l *slog.Logger }
-
-func (p printfLogger) Printf(format string, args ...any) {
-	p.l.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "testcontainers")
 }

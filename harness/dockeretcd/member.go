@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/testcontainers/testcontainers-go"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -32,10 +30,7 @@ var (
 )
 
 // ErrNotRunning is returned when a member has no running container.
-var ErrNotRunning = errors.New("not running")
-
-// opTimeout bounds the member methods that take no context.
-const opTimeout = 30 * time.Second
+var ErrNotRunning = docker.ErrNotRunning
 
 // Member is one etcd member container of a Cluster.
 type Member struct {
@@ -43,6 +38,7 @@ type Member struct {
 	name    string
 	cl      *Cluster
 	logPath string
+	base    docker.Member // the container faults, marks and log tail
 
 	opMu sync.Mutex // serialises Kill, Restart, Replace, Disconnect, Reconnect
 
@@ -55,6 +51,19 @@ type Member struct {
 	logs     *docker.LogFollower
 	cli      *clientv3.Client // for Status, bound to cliAddr
 	cliAddr  string
+}
+
+// newMember returns member id of the cluster, without a container yet.
+func newMember(cl *Cluster, id int) *Member {
+	m := &Member{
+		id: id, name: MemberName(id), cl: cl, cfg: cl.opts.memberConfig(id),
+		logPath: filepath.Join(cl.opts.LogDir, MemberName(id)+".log"),
+	}
+	m.base = docker.Member{
+		Name: m.name, LogPath: m.logPath, Prefix: "dockeretcd", Key: "member", Log: cl.log,
+		Container: docker.Current(m.Container),
+	}
+	return m
 }
 
 // ID is the member's number in the cluster (1..N).
@@ -134,12 +143,10 @@ func (m *Member) create(ctx context.Context) error {
 		m.mu.Lock()
 		m.ctr = ctr
 		m.mu.Unlock()
-		if l, ferr := docker.FollowLogs(ctx, ctr.GetContainerID(), m.logPath); ferr == nil {
+		if l := m.base.FollowLogs(ctx, ctr.GetContainerID()); l != nil {
 			m.mu.Lock()
 			m.logs = l
 			m.mu.Unlock()
-		} else {
-			m.cl.log.Warn("dockeretcd: cannot follow logs", "member", m.name, "err", ferr)
 		}
 	}
 	if err != nil {
@@ -179,33 +186,15 @@ func (m *Member) remove(ctx context.Context) error {
 	c, logs := m.ctr, m.logs
 	m.ctr, m.logs = nil, nil
 	m.mu.Unlock()
-	var errs []error
+	var dc *docker.Container
 	if c != nil {
-		if st, err := c.RunState(ctx); err == nil && st.Paused {
-			_ = c.Unpause(ctx)
-		}
-		if err := c.Terminate(ctx, testcontainers.StopTimeout(0)); err != nil && !docker.IsNotFound(err) {
-			errs = append(errs, err)
-		}
+		dc = c.Container
 	}
-	if err := removeByName(ctx, m.ContainerName()); err != nil {
-		errs = append(errs, err)
-	}
-	if logs != nil {
-		if err := logs.Wait(5 * time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("copy logs: %w", err))
-		}
-	}
-	return errors.Join(errs...)
+	return docker.RemoveMember(ctx, dc, m.ContainerName(), logs)
 }
 
 // mark appends a line to the member's log.
-func (m *Member) mark(what string) {
-	if f, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(f, "=== chaoslab dockeretcd %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.name, what)
-		f.Close()
-	}
-}
+func (m *Member) mark(what string) { m.base.Mark(what) }
 
 // client returns the member's own client (one endpoint: its published
 // client port), made anew when that port has changed. gRPC's reconnect
@@ -283,68 +272,20 @@ func (m *Member) Health(ctx context.Context) error {
 
 // State returns the container's state: running, paused, OOM killed, exit
 // code.
-func (m *Member) State(ctx context.Context) (State, error) {
-	c, err := m.container()
-	if err != nil {
-		return State{}, fmt.Errorf("state of %s: %w", m.name, err)
-	}
-	st, err := c.RunState(ctx)
-	if err != nil {
-		return State{}, fmt.Errorf("state of %s: %w", m.name, err)
-	}
-	return st, nil
-}
-
-func (m *Member) quickState() (State, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return m.State(ctx)
-}
+func (m *Member) State(ctx context.Context) (State, error) { return m.base.State(ctx) }
 
 // Running reports whether the member's container runs (paused counts).
-func (m *Member) Running() bool {
-	st, err := m.quickState()
-	return err == nil && st.Running
-}
+func (m *Member) Running() bool { return m.base.Running() }
 
 // Paused reports whether the member's container is paused.
-func (m *Member) Paused() bool {
-	st, err := m.quickState()
-	return err == nil && st.Paused
-}
+func (m *Member) Paused() bool { return m.base.Paused() }
 
 // Pause freezes the member's container (docker pause, the freezer cgroup).
 // Its published ports still accept connections but nothing answers.
-func (m *Member) Pause() error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.Pause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("pause %s: %w", m.name, err)
-	}
-	m.mark("paused")
-	m.cl.log.Info("dockeretcd: paused", "member", m.name)
-	return nil
-}
+func (m *Member) Pause() error { return m.base.Pause() }
 
 // Resume thaws a paused container.
-func (m *Member) Resume() error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.Unpause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", m.name, err)
-	}
-	m.mark("resumed")
-	m.cl.log.Info("dockeretcd: resumed", "member", m.name)
-	return nil
-}
+func (m *Member) Resume() error { return m.base.Resume() }
 
 // Kill sends SIGKILL to the container (through the engine, thawing it
 // first if paused) and waits until it has stopped. The container and its
@@ -352,32 +293,7 @@ func (m *Member) Resume() error {
 func (m *Member) Kill() error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+5*time.Second)
-	defer cancel()
-	if err := m.kill(ctx); err != nil {
-		return fmt.Errorf("kill %s: %w", m.name, err)
-	}
-	return nil
-}
-
-func (m *Member) kill(ctx context.Context) error {
-	c, err := m.container()
-	if err != nil {
-		return err
-	}
-	st, err := c.RunState(ctx)
-	if err != nil {
-		return err
-	}
-	if !st.Running {
-		return ErrNotRunning
-	}
-	if err := c.Kill(ctx); err != nil {
-		return err
-	}
-	m.mark("killed (SIGKILL)")
-	m.cl.log.Info("dockeretcd: killed", "member", m.name)
-	return nil
+	return m.base.Kill()
 }
 
 // Restart starts the member's container again, with the same data (after
@@ -397,16 +313,8 @@ func (m *Member) restart(ctx context.Context) error {
 	if m.cl.closed.Load() {
 		return errors.New("cluster closed")
 	}
-	c, err := m.container()
-	if err != nil {
+	if err := m.base.StartAgain(ctx); err != nil {
 		return err
-	}
-	if err := m.kill(ctx); err != nil && !errors.Is(err, ErrNotRunning) {
-		return err
-	}
-	m.mark("starting the container again")
-	if err := c.Start(ctx); err != nil {
-		return fmt.Errorf("%w\n%s", err, m.logTail(25))
 	}
 	if err := m.refreshAddr(ctx); err != nil {
 		return err
@@ -539,63 +447,17 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 
 // LimitCPU limits the live container to cores CPUs (docker update --cpus);
 // cores <= 0 lifts the limit (see Container.LimitCPU).
-func (m *Member) LimitCPU(cores float64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.LimitCPU(ctx, cores)
-	}
-	if err != nil {
-		return fmt.Errorf("limit cpu of %s: %w", m.name, err)
-	}
-	m.mark(fmt.Sprintf("cpu limit %.2f cores (0: none)", cores))
-	m.cl.log.Info("dockeretcd: cpu limit", "member", m.name, "cores", cores)
-	return nil
-}
+func (m *Member) LimitCPU(cores float64) error { return m.base.LimitCPU(cores) }
 
 // CPULimit returns the container's CPU limit in cores (0: none).
-func (m *Member) CPULimit() (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err != nil {
-		return 0, fmt.Errorf("read cpu limit of %s: %w", m.name, err)
-	}
-	return c.CPULimit(ctx)
-}
+func (m *Member) CPULimit() (float64, error) { return m.base.CPULimit() }
 
 // SetMemoryLimit sets the live container's memory limit in bytes (no
 // swap). See Container.SetMemoryLimit for cgroup v1 and v2.
-func (m *Member) SetMemoryLimit(bytes int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.SetMemoryLimit(ctx, bytes)
-	}
-	if err != nil {
-		return fmt.Errorf("limit memory of %s: %w", m.name, err)
-	}
-	m.mark(fmt.Sprintf("memory limit %d bytes", bytes))
-	m.cl.log.Info("dockeretcd: memory limit", "member", m.name, "bytes", bytes)
-	return nil
-}
+func (m *Member) SetMemoryLimit(bytes int64) error { return m.base.SetMemoryLimit(bytes) }
 
 // SetPidsLimit sets the live container's pids limit (n <= 0: none).
-func (m *Member) SetPidsLimit(n int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.SetPidsLimit(ctx, n)
-	}
-	if err != nil {
-		return fmt.Errorf("limit pids of %s: %w", m.name, err)
-	}
-	m.mark(fmt.Sprintf("pids limit %d", n))
-	return nil
-}
+func (m *Member) SetPidsLimit(n int64) error { return m.base.SetPidsLimit(n) }
 
 // Disconnect takes the member off the run's network: its peers lose it,
 // and so does the host (it has no other network, so its published ports
@@ -603,16 +465,7 @@ func (m *Member) SetPidsLimit(n int64) error {
 func (m *Member) Disconnect(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	c, err := m.container()
-	if err == nil {
-		err = c.Disconnect(ctx, m.cl.net.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("disconnect %s: %w", m.name, err)
-	}
-	m.mark("disconnected from the network")
-	m.cl.log.Info("dockeretcd: disconnected", "member", m.name)
-	return nil
+	return m.base.Disconnect(ctx, m.cl.net.ID)
 }
 
 // Reconnect puts the member back on the run's network with its alias and
@@ -640,57 +493,15 @@ func (m *Member) Reconnect(ctx context.Context) error {
 // waitServing polls the member's Status until it answers and names a
 // leader, its container stops, or ctx ends.
 func (m *Member) waitServing(ctx context.Context) error {
-	var last error
-	for {
-		st, err := m.State(ctx)
-		if err == nil && !st.Running {
-			return fmt.Errorf("wait for %s: container stopped: exit code %d, OOM killed %v\n%s", m.name, st.ExitCode, st.OOMKilled, m.logTail(30))
-		}
+	return m.base.WaitFor(ctx, func(ctx context.Context) error {
 		s, err := m.Status(ctx)
-		if err == nil && s.Leader != 0 {
-			return nil
-		}
-		if err == nil {
+		if err == nil && s.Leader == 0 {
 			err = errors.New("no leader")
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last: %v)\n%s", m.name, ctx.Err(), last, m.logTail(30))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // logTail returns the last n lines of the member's log, indented, for
 // error messages.
-func (m *Member) logTail(n int) string {
-	b, err := readTail(m.logPath, 64*1024)
-	if err != nil {
-		return "  (" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "  " + m.name + " log tail (" + m.logPath + "):\n    " + strings.Join(lines, "\n    ")
-}
-
-// readTail reads at most the last max bytes of a file.
-func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if off := st.Size() - max; off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(f)
-}
+func (m *Member) logTail(n int) string { return m.base.LogTail(n) }

@@ -4,17 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
 
@@ -143,60 +139,25 @@ func StartEnsemble(ctx context.Context, o EnsembleOptions) (*Ensemble, error) {
 		}
 		return nil, fmt.Errorf("start ensemble: %w", err)
 	}
-	if o.LogDir == "" {
-		if o.LogDir, err = os.MkdirTemp("", "dockerzk-"+o.RunID+"-"); err != nil {
-			return nil, fmt.Errorf("start ensemble: create log dir: %w", err)
-		}
-	}
-	if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start ensemble: create log dir: %w", err)
+	if o.LogDir, err = docker.LogDir(o.LogDir, "dockerzk-"+o.RunID+"-"); err != nil {
+		return nil, fmt.Errorf("start ensemble: %w", err)
 	}
 	began := time.Now()
 	e := &Ensemble{opts: o, log: o.Logger}
 	for id := 1; id <= o.Servers; id++ {
-		e.members = append(e.members, &Member{
-			id: id, name: MemberName(id), ens: e,
-			logPath: filepath.Join(o.LogDir, MemberName(id)+".log"),
-		})
+		e.members = append(e.members, newMember(e, id))
 	}
-	e.net, err = network.New(ctx, network.WithLabels(docker.MergeLabels(docker.Labels(o.RunID), map[string]string{docker.LabelComponent: Component})))
-	if err != nil {
-		return nil, fmt.Errorf("start ensemble: create network: %w", err)
+	if e.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
+		return nil, fmt.Errorf("start ensemble: %w", err)
 	}
 	fail := func(err error, bad []*Member) (*Ensemble, error) {
-		var tails []string
-		for _, m := range bad {
-			tails = append(tails, m.logTail(25))
-		}
-		if cerr := e.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("clean up: %w", cerr))
-		}
-		if len(tails) > 0 {
-			err = fmt.Errorf("%w\n%s", err, strings.Join(tails, "\n"))
-		}
-		return nil, fmt.Errorf("start ensemble: %w", err)
+		return nil, fmt.Errorf("start ensemble: %w", docker.FailStart(err, bad, func(m *Member) string { return m.logTail(25) }, e.Close))
 	}
 	e.log.Info("dockerzk: starting", "run", o.RunID, "members", o.Servers, "image", o.Image, "network", e.net.Name, "logs", o.LogDir)
 
 	// Create the members at the same time: a member only serves once a
 	// quorum is up, but each answers ruok as soon as it listens.
-	errs := make([]error, len(e.members))
-	var wg sync.WaitGroup
-	for i, m := range e.members {
-		wg.Go(func() {
-			if err := m.create(ctx); err != nil {
-				errs[i] = fmt.Errorf("run %s: %w", m.name, err)
-			}
-		})
-	}
-	wg.Wait()
-	var bad []*Member
-	for i, err := range errs {
-		if err != nil {
-			bad = append(bad, e.members[i])
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if bad, err := docker.CreateAll(ctx, e.members, (*Member).create); err != nil {
 		return fail(err, bad)
 	}
 	if err := e.waitAllServing(ctx); err != nil {
@@ -226,7 +187,7 @@ func (e *Ensemble) memberOpts(id int) []testcontainers.ContainerCustomizer {
 		testcontainers.WithLabels(map[string]string{docker.LabelComponent: Component, docker.LabelMember: MemberName(id)}),
 		testcontainers.WithName(ContainerName(o.RunID, id)),
 		network.WithNetwork([]string{MemberName(id)}, e.net),
-		testcontainers.WithLogger(printfLogger{e.log}),
+		testcontainers.WithLogger(docker.SlogPrintf(e.log)),
 	}
 	return append(opts, o.Customizers...)
 }
@@ -299,46 +260,10 @@ func (e *Ensemble) Close() error {
 		e.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		errs := make([]error, len(e.members)+1)
-		var wg sync.WaitGroup
-		for i, m := range e.members {
-			wg.Go(func() {
-				if err := m.remove(ctx); err != nil {
-					errs[i] = fmt.Errorf("remove %s: %w", m.name, err)
-				}
-			})
-		}
-		wg.Wait()
-		if e.net != nil {
-			if err := e.net.Remove(ctx); err != nil && !docker.IsNotFound(err) {
-				errs[len(e.members)] = fmt.Errorf("remove network %s: %w", e.net.Name, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := docker.RemoveAll(ctx, e.net, e.members, (*Member).remove); err != nil {
 			e.closeErr = fmt.Errorf("close ensemble: %w", err)
 		}
 		e.log.Info("dockerzk: closed", "run", e.opts.RunID, "err", e.closeErr)
 	})
 	return e.closeErr
-}
-
-// removeByName force-removes a container by name; a missing one is fine.
-func removeByName(ctx context.Context, name string) error {
-	cli, err := docker.Client(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !docker.IsNotFound(err) {
-		return err
-	}
-	return nil
-}
-
-// printfLogger sends testcontainers-go's messages to a slog.Logger at
-// debug level.
-type printfLogger struct{ l *slog.Logger }
-
-func (p printfLogger) Printf(format string, args ...any) {
-	p.l.Debug(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "testcontainers")
 }

@@ -4,13 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
+	"path/filepath"
 	"sync"
-	"time"
-
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
@@ -27,10 +22,7 @@ var (
 )
 
 // ErrNotRunning is returned when a member has no running container.
-var ErrNotRunning = errors.New("not running")
-
-// opTimeout bounds the member methods that take no context.
-const opTimeout = 30 * time.Second
+var ErrNotRunning = docker.ErrNotRunning
 
 // Member is one ZooKeeper server container of an Ensemble.
 type Member struct {
@@ -38,6 +30,7 @@ type Member struct {
 	name    string
 	ens     *Ensemble
 	logPath string
+	base    docker.Member // the container faults, marks and log tail
 
 	opMu sync.Mutex // serialises Kill, Restart, Replace, Disconnect, Reconnect
 
@@ -45,6 +38,16 @@ type Member struct {
 	ctr  *Container // nil before the first create and after remove
 	addr string     // 127.0.0.1:port of the client port, "" if unknown
 	logs *docker.LogFollower
+}
+
+// newMember returns member id of the ensemble, without a container yet.
+func newMember(e *Ensemble, id int) *Member {
+	m := &Member{id: id, name: MemberName(id), ens: e, logPath: filepath.Join(e.opts.LogDir, MemberName(id)+".log")}
+	m.base = docker.Member{
+		Name: m.name, LogPath: m.logPath, Prefix: "dockerzk", Key: "member", Log: e.log,
+		Container: docker.Current(m.Container),
+	}
+	return m
 }
 
 // ID is the member's myid (1..N).
@@ -101,12 +104,10 @@ func (m *Member) create(ctx context.Context) error {
 		m.mu.Lock()
 		m.ctr = ctr
 		m.mu.Unlock()
-		if l, ferr := docker.FollowLogs(ctx, ctr.GetContainerID(), m.logPath); ferr == nil {
+		if l := m.base.FollowLogs(ctx, ctr.GetContainerID()); l != nil {
 			m.mu.Lock()
 			m.logs = l
 			m.mu.Unlock()
-		} else {
-			m.ens.log.Warn("dockerzk: cannot follow logs", "member", m.name, "err", ferr)
 		}
 	}
 	if err != nil {
@@ -142,65 +143,25 @@ func (m *Member) remove(ctx context.Context) error {
 	c, logs := m.ctr, m.logs
 	m.ctr, m.logs = nil, nil
 	m.mu.Unlock()
-	var errs []error
+	var dc *docker.Container
 	if c != nil {
-		if st, err := c.RunState(ctx); err == nil && st.Paused {
-			_ = c.Unpause(ctx)
-		}
-		if err := c.Terminate(ctx, testcontainers.StopTimeout(0)); err != nil && !docker.IsNotFound(err) {
-			errs = append(errs, err)
-		}
+		dc = c.Container
 	}
-	if err := removeByName(ctx, m.ContainerName()); err != nil {
-		errs = append(errs, err)
-	}
-	if logs != nil {
-		if err := logs.Wait(5 * time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("copy logs: %w", err))
-		}
-	}
-	return errors.Join(errs...)
+	return docker.RemoveMember(ctx, dc, m.ContainerName(), logs)
 }
 
 // mark appends a line to the member's log.
-func (m *Member) mark(what string) {
-	if f, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-		fmt.Fprintf(f, "=== chaoslab dockerzk %s: %s %s\n", time.Now().Format(time.RFC3339Nano), m.name, what)
-		f.Close()
-	}
-}
+func (m *Member) mark(what string) { m.base.Mark(what) }
 
 // State returns the container's state: running, paused, OOM killed, exit
 // code.
-func (m *Member) State(ctx context.Context) (State, error) {
-	c, err := m.container()
-	if err != nil {
-		return State{}, fmt.Errorf("state of %s: %w", m.name, err)
-	}
-	st, err := c.RunState(ctx)
-	if err != nil {
-		return State{}, fmt.Errorf("state of %s: %w", m.name, err)
-	}
-	return st, nil
-}
-
-func (m *Member) quickState() (State, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return m.State(ctx)
-}
+func (m *Member) State(ctx context.Context) (State, error) { return m.base.State(ctx) }
 
 // Running reports whether the member's container runs (paused counts).
-func (m *Member) Running() bool {
-	st, err := m.quickState()
-	return err == nil && st.Running
-}
+func (m *Member) Running() bool { return m.base.Running() }
 
 // Paused reports whether the member's container is paused.
-func (m *Member) Paused() bool {
-	st, err := m.quickState()
-	return err == nil && st.Paused
-}
+func (m *Member) Paused() bool { return m.base.Paused() }
 
 // FourLetter sends a four-letter word ("ruok", "srvr", "cons", ...) to the
 // member's published client port. The deadline comes from ctx, or
@@ -253,36 +214,10 @@ func (m *Member) Version(ctx context.Context) (string, error) {
 
 // Pause freezes the member's container (docker pause, the freezer cgroup).
 // Its published port still accepts connections but nothing answers.
-func (m *Member) Pause() error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.Pause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("pause %s: %w", m.name, err)
-	}
-	m.mark("paused")
-	m.ens.log.Info("dockerzk: paused", "member", m.name)
-	return nil
-}
+func (m *Member) Pause() error { return m.base.Pause() }
 
 // Resume thaws a paused container.
-func (m *Member) Resume() error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.Unpause(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("resume %s: %w", m.name, err)
-	}
-	m.mark("resumed")
-	m.ens.log.Info("dockerzk: resumed", "member", m.name)
-	return nil
-}
+func (m *Member) Resume() error { return m.base.Resume() }
 
 // Kill sends SIGKILL to the container (through the engine, thawing it
 // first if paused) and waits until it has stopped. The container and its
@@ -290,31 +225,7 @@ func (m *Member) Resume() error {
 func (m *Member) Kill() error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+5*time.Second)
-	defer cancel()
-	if err := m.kill(ctx); err != nil {
-		return fmt.Errorf("kill %s: %w", m.name, err)
-	}
-	return nil
-}
-
-func (m *Member) kill(ctx context.Context) error {
-	c, err := m.container()
-	if err != nil {
-		return err
-	}
-	st, err := c.RunState(ctx)
-	if err != nil {
-		return err
-	}
-	if !st.Running {
-		return ErrNotRunning
-	}
-	if err := c.Kill(ctx); err != nil {
-		return err
-	}
-	m.ens.log.Info("dockerzk: killed", "member", m.name)
-	return nil
+	return m.base.Kill()
 }
 
 // Restart starts the member's container again, with the same data (after
@@ -333,16 +244,8 @@ func (m *Member) restart(ctx context.Context) error {
 	if m.ens.closed.Load() {
 		return errors.New("ensemble closed")
 	}
-	c, err := m.container()
-	if err != nil {
+	if err := m.base.StartAgain(ctx); err != nil {
 		return err
-	}
-	if err := m.kill(ctx); err != nil && !errors.Is(err, ErrNotRunning) {
-		return err
-	}
-	m.mark("starting the container again")
-	if err := c.Start(ctx); err != nil {
-		return fmt.Errorf("%w\n%s", err, m.logTail(25))
 	}
 	if err := m.refreshAddr(ctx); err != nil {
 		return err
@@ -380,62 +283,17 @@ func (m *Member) Replace(ctx context.Context) error {
 
 // LimitCPU limits the live container to cores CPUs (docker update --cpus);
 // cores <= 0 lifts the limit (see Container.LimitCPU).
-func (m *Member) LimitCPU(cores float64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.LimitCPU(ctx, cores)
-	}
-	if err != nil {
-		return fmt.Errorf("limit cpu of %s: %w", m.name, err)
-	}
-	m.mark(fmt.Sprintf("cpu limit %.2f cores (0: none)", cores))
-	m.ens.log.Info("dockerzk: cpu limit", "member", m.name, "cores", cores)
-	return nil
-}
+func (m *Member) LimitCPU(cores float64) error { return m.base.LimitCPU(cores) }
 
 // CPULimit returns the container's CPU limit in cores (0: none).
-func (m *Member) CPULimit() (float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err != nil {
-		return 0, fmt.Errorf("read cpu limit of %s: %w", m.name, err)
-	}
-	return c.CPULimit(ctx)
-}
+func (m *Member) CPULimit() (float64, error) { return m.base.CPULimit() }
 
 // SetMemoryLimit sets the live container's memory limit in bytes (no
 // swap). See Container.SetMemoryLimit for cgroup v1 and v2.
-func (m *Member) SetMemoryLimit(bytes int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.SetMemoryLimit(ctx, bytes)
-	}
-	if err != nil {
-		return fmt.Errorf("limit memory of %s: %w", m.name, err)
-	}
-	m.mark(fmt.Sprintf("memory limit %d bytes", bytes))
-	return nil
-}
+func (m *Member) SetMemoryLimit(bytes int64) error { return m.base.SetMemoryLimit(bytes) }
 
 // SetPidsLimit sets the live container's pids limit (n <= 0: none).
-func (m *Member) SetPidsLimit(n int64) error {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	c, err := m.container()
-	if err == nil {
-		err = c.SetPidsLimit(ctx, n)
-	}
-	if err != nil {
-		return fmt.Errorf("limit pids of %s: %w", m.name, err)
-	}
-	m.mark(fmt.Sprintf("pids limit %d", n))
-	return nil
-}
+func (m *Member) SetPidsLimit(n int64) error { return m.base.SetPidsLimit(n) }
 
 // Disconnect takes the member off the run's network: its peers lose it,
 // and so does the host (it has no other network, so its published port
@@ -443,16 +301,7 @@ func (m *Member) SetPidsLimit(n int64) error {
 func (m *Member) Disconnect(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
-	c, err := m.container()
-	if err == nil {
-		err = c.Disconnect(ctx, m.ens.net.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("disconnect %s: %w", m.name, err)
-	}
-	m.mark("disconnected from the network")
-	m.ens.log.Info("dockerzk: disconnected", "member", m.name)
-	return nil
+	return m.base.Disconnect(ctx, m.ens.net.ID)
 }
 
 // Reconnect puts the member back on the run's network with its alias and
@@ -479,59 +328,17 @@ func (m *Member) Reconnect(ctx context.Context) error {
 // waitServing polls mntr until the member serves clients, its container
 // stops, or ctx ends.
 func (m *Member) waitServing(ctx context.Context) error {
-	var last error
-	for {
-		st, err := m.State(ctx)
-		if err == nil && !st.Running {
-			return fmt.Errorf("wait for %s: container stopped: exit code %d, OOM killed %v\n%s", m.name, st.ExitCode, st.OOMKilled, m.logTail(30))
-		}
+	return m.base.WaitFor(ctx, func(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, DefaultProbeTimeout)
+		defer cancel()
 		zs, err := m.ServerState(pctx)
-		cancel()
-		if err == nil && zkcheck.Serving(zs) {
-			return nil
-		}
-		if err == nil {
+		if err == nil && !zkcheck.Serving(zs) {
 			err = fmt.Errorf("state %q", zs)
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last: %v)\n%s", m.name, ctx.Err(), last, m.logTail(30))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // logTail returns the last n lines of the member's log, indented, for
 // error messages.
-func (m *Member) logTail(n int) string {
-	b, err := readTail(m.logPath, 64*1024)
-	if err != nil {
-		return "  (" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return "  " + m.name + " log tail (" + m.logPath + "):\n    " + strings.Join(lines, "\n    ")
-}
-
-// readTail reads at most the last max bytes of a file.
-func readTail(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if off := st.Size() - max; off > 0 {
-		if _, err := f.Seek(off, io.SeekStart); err != nil {
-			return nil, err
-		}
-	}
-	return io.ReadAll(f)
-}
+func (m *Member) logTail(n int) string { return m.base.LogTail(n) }
