@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -458,7 +459,7 @@ func ksStartsIn(v *reports.VariantResult, fl scenarios.Fleet, what string, from,
 	if len(list) < 3 {
 		return nil, fmt.Errorf("variant %s has %d server-start events %s", v.Name, len(list), what)
 	}
-	slices.SortFunc(list, func(a, b *ksStart) int { return ksCmp(a.start, b.start) })
+	slices.SortFunc(list, func(a, b *ksStart) int { return cmp.Compare(a.start, b.start) })
 	perServer := map[string]*reports.Series{}
 	var count *reports.Series
 	for _, s := range v.Series {
@@ -528,16 +529,6 @@ func ksColdStartOf(v *reports.VariantResult, fl scenarios.Fleet, before float64)
 		cs.delay = append(cs.delay, s.ready-s.start)
 	}
 	return cs, nil
-}
-
-func ksCmp(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // ksTheilSen is the Theil-Sen line through the points: the median of the

@@ -24,10 +24,8 @@ func init() {
 		Scales:   []string{ScaleIncident, ScaleHarness},
 		Variants: kinesisVariants,
 		Hypotheses: func(scale string) []scenarios.Hypothesis {
-			if scale == ScaleHarness {
-				if s, err := scenarios.Find(kinesisScenario); err == nil {
-					return s.Hypotheses
-				}
+			if s := atHarness(scale, kinesisScenario); s != nil {
+				return s.Hypotheses
 			}
 			return []scenarios.Hypothesis{
 				{ID: "under-thread-limit", Description: "No server needs more threads than its OS limit.", Metric: "fleet.over_limit", Op: "==", Threshold: 0},
@@ -36,10 +34,8 @@ func init() {
 		},
 		Expect: map[string]verdict.Verdict{"vulnerable": verdict.Violated, "vulnerable-slow-restart": verdict.Violated, "mitigated": verdict.Held},
 		Comparisons: func(scale string) []scenarios.Comparison {
-			if scale == ScaleHarness {
-				if s, err := scenarios.Find(kinesisScenario); err == nil {
-					return s.Comparisons
-				}
+			if s := atHarness(scale, kinesisScenario); s != nil {
+				return s.Comparisons
 			}
 			return []scenarios.Comparison{{
 				ID: "fast-restart-slower", Description: "Restarting the fleet all at once takes at least twice as long to recover as restarting it a few hundred servers an hour.",
@@ -134,6 +130,10 @@ func kinesisHarnessVariants(o Options) ([]Variant, error) {
 	return out, nil
 }
 
+// kinesisAgree is the factor within which the calibrated model must agree
+// with the harness run.
+const kinesisAgree = 2
+
 var kinesisCompared = []string{"fleet.recovery_after_restart_s", "fleet.routing_success.min_server_after_trigger", "fleet.threads.max"}
 
 func kinesisVariants(o Options) ([]Variant, error) {
@@ -188,7 +188,7 @@ func kinesisRun(m sim.Kinesis) sim.Result {
 }
 
 func kinesisIncident(res map[string]sim.Result) []reports.IncidentRow {
-	if rows, ok := againstHarness(res, kinesisCompared, 2); ok {
+	if rows, ok := againstHarness(res, kinesisCompared, kinesisAgree); ok {
 		return rows
 	}
 	var rows []reports.IncidentRow

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
 	"github.com/chaoslab/chaoslab/sim"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -71,6 +72,19 @@ func calibration(path, reference, scenario string) (*reports.Report, error) {
 		r.Dir = filepath.Dir(path)
 	}
 	return r, nil
+}
+
+// atHarness is the harness scenario a case is calibrated by, at the
+// harness's scale; nil at any other scale.
+func atHarness(scale, id string) *scenarios.Scenario {
+	if scale != ScaleHarness {
+		return nil
+	}
+	s, err := scenarios.Find(id)
+	if err != nil {
+		return nil
+	}
+	return s
 }
 
 // againstHarness compares a calibrated run with its harness run, figure by

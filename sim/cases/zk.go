@@ -34,11 +34,8 @@ func init() {
 		Scales:   []string{ScaleIncident, ScaleHarness},
 		Variants: zkVariants,
 		Hypotheses: func(scale string) []scenarios.Hypothesis {
-			if scale == ScaleHarness {
-				s, err := scenarios.Find(zkScenario)
-				if err == nil {
-					return s.Hypotheses
-				}
+			if s := atHarness(scale, zkScenario); s != nil {
+				return s.Hypotheses
 			}
 			return []scenarios.Hypothesis{
 				{ID: "no-proxy-oom", Description: "No proxy is killed for running out of memory.", Metric: "clients.oom_kills", Op: "==", Threshold: 0},
@@ -48,10 +45,8 @@ func init() {
 		},
 		Expect: map[string]verdict.Verdict{"vulnerable": verdict.Violated, "mitigated": verdict.Held},
 		Comparisons: func(scale string) []scenarios.Comparison {
-			if scale == ScaleHarness {
-				if s, err := scenarios.Find(zkScenario); err == nil {
-					return s.Comparisons
-				}
+			if s := atHarness(scale, zkScenario); s != nil {
+				return s.Comparisons
 			}
 			return nil
 		},
