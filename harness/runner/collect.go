@@ -26,7 +26,10 @@ func (v *variantRun) collect(clients []*client, srv *serverSampler, wlog []zkmir
 			faultEnd = f.End
 		}
 	}
-	warm := v.s.Timeline.Warmup.D().Seconds()
+	warm := v.warmEnd
+	if warm == 0 {
+		warm = v.s.Timeline.Warmup.D().Seconds()
+	}
 	m := map[string]float64{}
 
 	// Servers.

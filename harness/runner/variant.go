@@ -32,6 +32,7 @@ type variantRun struct {
 
 	t0        time.Time
 	runEnd    time.Time // the end of observation, warm-up extension included
+	warmEnd   float64   // when the warm-up ended, on the variant's clock (0: not yet)
 	zkVersion string
 
 	mu     sync.Mutex
@@ -141,6 +142,7 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 		clients[i].sum.Log = "logs/" + filepath.Base(clients[i].logPath)
 	}
 	spread := w.StartSpread.D()
+	workStart := time.Now()
 	cwg.Add(len(clients))
 	go func() {
 		for i, c := range clients {
@@ -160,7 +162,7 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 
 	// The fault timeline.
 	steady := func() (int, int) { return freshClients(clients, writer.Log(), w) }
-	ferr := v.timeline(runCtx, ens, steady)
+	ferr := v.timeline(runCtx, ens, steady, workStart)
 
 	stopRun()
 	cwg.Wait()
@@ -174,11 +176,12 @@ func (v *variantRun) run(ctx context.Context) (err error) {
 	return ferr
 }
 
-// timeline waits out the warm-up, injects each fault with a health check
-// before and after, and observes until the end.
-func (v *variantRun) timeline(ctx context.Context, ens zkCluster, steady func() (fresh, total int)) error {
+// timeline waits out the warm-up, counted from workStart (the first
+// client's start, after the servers' start and the seeding), injects each
+// fault with a health check before and after, and observes until the end.
+func (v *variantRun) timeline(ctx context.Context, ens zkCluster, steady func() (fresh, total int), workStart time.Time) error {
 	tl := v.s.Timeline
-	warmEnd := v.t0.Add(tl.Warmup.D())
+	warmEnd := workStart.Add(tl.Warmup.D())
 	if !sleepUntil(ctx, warmEnd) {
 		return nil
 	}
@@ -198,9 +201,9 @@ func (v *variantRun) timeline(ctx context.Context, ens zkCluster, steady func() 
 			return nil
 		}
 	}
-	shift := time.Since(warmEnd)
 	warmEnd = time.Now()
-	v.runEnd = v.t0.Add(v.s.RunLength() + shift)
+	v.warmEnd = v.clock(warmEnd)
+	v.runEnd = warmEnd.Add(v.s.RunLength() - tl.Warmup.D())
 	var errs []error
 	var end time.Time
 	for i, step := range tl.Faults {

@@ -7,9 +7,10 @@
 //     all issued at once, with no bound on requests in flight or queued, and
 //     failed reads re-queued with Curator-style exponential back-off;
 //   - paced, like Elastic's TreeWatcher: no refresh when the session is
-//     resumed; a walk only on a new session; at most Window reads in flight,
-//     the walk's and those that follow watch events together, so the server
-//     sets the pace; a walk in progress is cancelled when its session is
+//     resumed; a walk only on a new session, with at most Window reads in
+//     flight so the server sets the pace, and at most Window more for the
+//     re-reads that follow watch events (a resumed session's missed changes
+//     come in a burst); a walk in progress is cancelled when its session is
 //     lost.
 //
 // The client prints one JSON Sample per report interval on its output; the
@@ -115,7 +116,7 @@ type Mirror struct {
 	sessionMu                         sync.Mutex
 	ctx                               context.Context
 	events                            chan zk.Event
-	// slots bounds the reads in flight of a paced mirror (nil: unbounded).
+	// slots bounds a paced mirror's re-reads after watch events in flight.
 	slots chan struct{}
 }
 
@@ -315,20 +316,7 @@ const (
 
 // read issues one watched read and applies its result to the mirror; it
 // returns the children for opChildren.
-// A paced mirror first waits for one of its Window slots (counted as
-// queued while it waits).
 func (m *Mirror) read(p string, o op) ([]string, error) {
-	if m.slots != nil {
-		m.queued.Add(1)
-		select {
-		case m.slots <- struct{}{}:
-			m.queued.Add(-1)
-			defer func() { <-m.slots }()
-		case <-m.ctx.Done():
-			m.queued.Add(-1)
-			return nil, m.ctx.Err()
-		}
-	}
 	m.inflight.Add(1)
 	defer m.inflight.Add(-1)
 	switch o {
@@ -364,9 +352,25 @@ func (m *Mirror) apply(p string, data []byte) {
 	m.mu.Unlock()
 }
 
+// readInWindow is read once one of the paced mirror's slots is free
+// (counted as queued while it waits). The slots are not the walk's: a walk
+// keeps its own Window reads in flight.
+func (m *Mirror) readInWindow(p string, o op) ([]string, error) {
+	m.queued.Add(1)
+	select {
+	case m.slots <- struct{}{}:
+		m.queued.Add(-1)
+		defer func() { <-m.slots }()
+	case <-m.ctx.Done():
+		m.queued.Add(-1)
+		return nil, m.ctx.Err()
+	}
+	return m.read(p, o)
+}
+
 // spawnRead follows a watch event. Both strategies re-read one znode per
 // event; the full-refresh client does it without any bound, the paced one
-// within its window (read).
+// within its slots (readInWindow).
 func (m *Mirror) spawnRead(p string, o op) {
 	go func() {
 		if m.cfg.Strategy == FullRefresh {
@@ -374,7 +378,7 @@ func (m *Mirror) spawnRead(p string, o op) {
 			return
 		}
 		for m.ctx.Err() == nil {
-			children, err := m.read(p, o)
+			children, err := m.readInWindow(p, o)
 			if err == nil {
 				for _, c := range children {
 					if m.known(path.Join(p, c)) {

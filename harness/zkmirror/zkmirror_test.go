@@ -352,16 +352,16 @@ func TestWriterLogIsACopy(t *testing.T) {
 	assert.Equal(t, int64(1), w.Log()[0].Seq, "the caller's copy does not alias the writer's log")
 }
 
-func TestPacedReadWaitsForASlotOfTheWindow(t *testing.T) {
-	// A paced mirror whose 2 slots are taken: a third read (a walk's or one
-	// that follows a watch event) waits, counted as queued, and sends
-	// nothing; it gives up when the mirror stops.
+func TestPacedReReadWaitsForASlot(t *testing.T) {
+	// A paced mirror whose 2 slots are taken: a third re-read after a watch
+	// event waits, counted as queued, and sends nothing; it gives up when
+	// the mirror stops.
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mirror{ctx: ctx, slots: make(chan struct{}, 2)}
 	m.slots <- struct{}{}
 	m.slots <- struct{}{}
 	done := make(chan error, 1)
-	go func() { _, err := m.read("/chaoslab/x", opData); done <- err }()
+	go func() { _, err := m.readInWindow("/chaoslab/x", opData); done <- err }()
 	require.Eventually(t, func() bool { return m.queued.Load() == 1 }, 2*time.Second, time.Millisecond)
 	assert.Zero(t, m.inflight.Load(), "nothing in flight while waiting for a slot")
 	select {
