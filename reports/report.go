@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -123,59 +124,23 @@ type Parameter struct {
 	Value string `json:"value"`
 }
 
-// FaultWindow is one fault injection.
-type FaultWindow struct {
-	Fault  string  `json:"fault"`
-	Target string  `json:"target"` // role asked for
-	Member string  `json:"member"` // member it hit, e.g. zk2
-	Start  float64 `json:"start"`
-	End    float64 `json:"end"`
-	Detail string  `json:"detail,omitempty"`
-}
+// FaultWindow is lab.FaultWindow.
+type FaultWindow = lab.FaultWindow
 
-// Event is a point on the run's timeline.
-type Event struct {
-	T      float64 `json:"t"`
-	Kind   string  `json:"kind"` // client-exit, oom-kill, client-start, health, leader, note
-	Source string  `json:"source"`
-	Detail string  `json:"detail"`
-}
+// Event is lab.Event.
+type Event = lab.Event
 
-// Series is one sampled measurement of one source, e.g. the outstanding
-// requests of server zk1.
-type Series struct {
-	Name   string  `json:"name"`   // e.g. server.outstanding_requests, client.rss_mb
-	Source string  `json:"source"` // e.g. zk1, client-03
-	Unit   string  `json:"unit"`
-	Points []Point `json:"points"`
-}
+// Series is lab.Series.
+type Series = lab.Series
 
-// Point is one sample: T seconds from the variant's start.
-type Point struct {
-	T float64       `json:"t"`
-	V verdict.Float `json:"v"`
-}
+// Point is lab.Point.
+type Point = lab.Point
 
-// ClientSummary is one client process's life.
-type ClientSummary struct {
-	ID        string  `json:"id"`
-	Starts    int     `json:"starts"`
-	Exits     []Exit  `json:"exits,omitempty"`
-	OOMKills  int     `json:"oom_kills"`
-	PeakRSSMB float64 `json:"peak_rss_mb"`
-	Requests  int64   `json:"requests"`
-	Reconnect int64   `json:"reconnects"`
-	Log       string  `json:"log"`
-}
+// ClientSummary is lab.Instance.
+type ClientSummary = lab.Instance
 
-// Exit is how a client process ended.
-type Exit struct {
-	T      float64 `json:"t"`
-	Code   int     `json:"code"`
-	Signal string  `json:"signal,omitempty"`
-	OOM    bool    `json:"oom"`
-	How    string  `json:"how"` // e.g. "killed by the kernel OOM killer (cgroup oom_kill 1)"
-}
+// Exit is lab.Exit.
+type Exit = lab.Exit
 
 // EvidenceRow puts a statement of the write-up next to the measurements.
 type EvidenceRow struct {

@@ -43,6 +43,9 @@ type Options struct {
 	// docker.LabelRun=RunID (see docker.Sweep). Default: "chaoslab-" and
 	// 8 random hex digits.
 	RunID string
+	// Network, when set, is a network of the caller's (a placement's site)
+	// that the containers join instead of one of their own; Close leaves it.
+	Network *testcontainers.DockerNetwork
 	// LogDir receives serverN.log and agentN.log, each node's output
 	// (appended over restarts and replacements). Default: a new directory
 	// under os.TempDir(). Nothing is removed by Close.
@@ -170,8 +173,11 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	for id := 1; id <= o.Agents; id++ {
 		c.agents = append(c.agents, c.newNode(false, id))
 	}
-	if c.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
-		return nil, fmt.Errorf("start consul cluster: %w", err)
+	c.net = o.Network
+	if c.net == nil {
+		if c.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
+			return nil, fmt.Errorf("start consul cluster: %w", err)
+		}
 	}
 	fail := func(err error, bad []*Node) (*Cluster, error) {
 		return nil, fmt.Errorf("start consul cluster: %w", docker.FailStart(err, bad, func(n *Node) string { return n.logTail(25) }, c.Close))
@@ -290,10 +296,18 @@ func (c *Cluster) Close() error {
 		c.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		if err := docker.RemoveAll(ctx, c.net, c.Nodes(), (*Node).remove); err != nil {
+		if err := docker.RemoveAll(ctx, c.ownNet(), c.Nodes(), (*Node).remove); err != nil {
 			c.closeErr = fmt.Errorf("close consul cluster: %w", err)
 		}
 		c.log.Info("dockerconsul: closed", "run", c.opts.RunID, "err", c.closeErr)
 	})
 	return c.closeErr
+}
+
+// ownNet is the network Close removes: none when it is the caller's.
+func (c *Cluster) ownNet() *testcontainers.DockerNetwork {
+	if c.opts.Network != nil {
+		return nil
+	}
+	return c.net
 }

@@ -36,6 +36,9 @@ type Options struct {
 	// token is RunID, and everything is labelled docker.LabelRun=RunID
 	// (see docker.Sweep). Default: "chaoslab-" and 8 random hex digits.
 	RunID string
+	// Network, when set, is a network of the caller's (a placement's site)
+	// that the containers join instead of one of their own; Close leaves it.
+	Network *testcontainers.DockerNetwork
 	// LogDir receives etcdN.log, each member's output (appended over
 	// restarts and replacements). Default: a new directory under
 	// os.TempDir(). Nothing is removed by Close.
@@ -147,8 +150,11 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	for id := 1; id <= o.Members; id++ {
 		c.members = append(c.members, newMember(c, id))
 	}
-	if c.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
-		return nil, fmt.Errorf("start etcd cluster: %w", err)
+	c.net = o.Network
+	if c.net == nil {
+		if c.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
+			return nil, fmt.Errorf("start etcd cluster: %w", err)
+		}
 	}
 	fail := func(err error, bad []*Member) (*Cluster, error) {
 		return nil, fmt.Errorf("start etcd cluster: %w", docker.FailStart(err, bad, func(m *Member) string { return m.logTail(25) }, c.Close))
@@ -241,7 +247,7 @@ func (c *Cluster) Close() error {
 		c.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		if err := docker.RemoveAll(ctx, c.net, c.members, func(m *Member, ctx context.Context) error {
+		if err := docker.RemoveAll(ctx, c.ownNet(), c.members, func(m *Member, ctx context.Context) error {
 			m.closeClient()
 			return m.remove(ctx)
 		}); err != nil {
@@ -250,4 +256,12 @@ func (c *Cluster) Close() error {
 		c.log.Info("dockeretcd: closed", "run", c.opts.RunID, "err", c.closeErr)
 	})
 	return c.closeErr
+}
+
+// ownNet is the network Close removes: none when it is the caller's.
+func (c *Cluster) ownNet() *testcontainers.DockerNetwork {
+	if c.opts.Network != nil {
+		return nil
+	}
+	return c.net
 }

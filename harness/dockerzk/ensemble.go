@@ -39,6 +39,9 @@ type EnsembleOptions struct {
 	// is labelled docker.LabelRun=RunID (see docker.Sweep). Default:
 	// "chaoslab-" and 8 random hex digits.
 	RunID string
+	// Network, when set, is a network of the caller's (a placement's site)
+	// that the containers join instead of one of their own; Close leaves it.
+	Network *testcontainers.DockerNetwork
 	// LogDir receives zkN.log, each member's output (appended over
 	// restarts and replacements). Default: a new directory under
 	// os.TempDir(). Nothing is removed by Close.
@@ -147,8 +150,11 @@ func StartEnsemble(ctx context.Context, o EnsembleOptions) (*Ensemble, error) {
 	for id := 1; id <= o.Servers; id++ {
 		e.members = append(e.members, newMember(e, id))
 	}
-	if e.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
-		return nil, fmt.Errorf("start ensemble: %w", err)
+	e.net = o.Network
+	if e.net == nil {
+		if e.net, err = docker.NewNetwork(ctx, o.RunID, Component); err != nil {
+			return nil, fmt.Errorf("start ensemble: %w", err)
+		}
 	}
 	fail := func(err error, bad []*Member) (*Ensemble, error) {
 		return nil, fmt.Errorf("start ensemble: %w", docker.FailStart(err, bad, func(m *Member) string { return m.logTail(25) }, e.Close))
@@ -260,10 +266,18 @@ func (e *Ensemble) Close() error {
 		e.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
-		if err := docker.RemoveAll(ctx, e.net, e.members, (*Member).remove); err != nil {
+		if err := docker.RemoveAll(ctx, e.ownNet(), e.members, (*Member).remove); err != nil {
 			e.closeErr = fmt.Errorf("close ensemble: %w", err)
 		}
 		e.log.Info("dockerzk: closed", "run", e.opts.RunID, "err", e.closeErr)
 	})
 	return e.closeErr
+}
+
+// ownNet is the network Close removes: none when it is the caller's.
+func (e *Ensemble) ownNet() *testcontainers.DockerNetwork {
+	if e.opts.Network != nil {
+		return nil
+	}
+	return e.net
 }

@@ -27,18 +27,18 @@ type Fleet interface {
 // threads happens while it lasts; removing it does not restart anything.
 type AddCapacity struct{}
 
-func init() { Register(AddCapacity{}) }
+func init() { Register(func() Fault { return &AddCapacity{} }) }
 
-func (AddCapacity) Name() string { return "add-capacity" }
+func (*AddCapacity) Name() string { return "add-capacity" }
 
-func (AddCapacity) Available(t Target) error {
+func (*AddCapacity) Available(t Target) error {
 	if _, ok := t.(Fleet); !ok {
 		return fmt.Errorf("add-capacity: target %s is not a front-end fleet", targetName(t))
 	}
 	return nil
 }
 
-func (AddCapacity) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (*AddCapacity) Inject(ctx context.Context, t Target, d time.Duration) error {
 	f := t.(Fleet)
 	if _, err := f.AddCapacity(ctx); err != nil {
 		return fmt.Errorf("add capacity: %w", err)

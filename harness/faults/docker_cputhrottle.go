@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // CPULimiter is a target whose CPU can be limited while it runs (a
@@ -23,29 +25,33 @@ type CPULimitReader interface {
 // restores its previous limit (none, usually): the "high CPU on the leader"
 // of IL-0587, where the server still runs, slowly, rather than stopping
 // (compare pause). Only container targets support it.
-func init() { Register(CPUThrottle{Cores: 0.1}) }
+func init() { Register(func() Fault { return &CPUThrottle{Cores: 0.1} }) }
 
 type CPUThrottle struct {
-	// Cores is the limit during the fault, e.g. 0.1 (required).
-	Cores float64
+	// Cores is the CPU limit during the fault, in cores.
+	Cores float64 `yaml:"cores"`
 }
 
-func (CPUThrottle) Name() string { return "cpu-throttle" }
+// Check refuses a limit of no CPU at all.
+func (c *CPUThrottle) Check() []lab.Problem {
+	var ps lab.Checks
+	ps.Need(c.Cores > 0, "cores", "want > 0, got %v", c.Cores)
+	return ps
+}
 
-func (c CPUThrottle) Available(t Target) error {
+func (*CPUThrottle) Name() string { return "cpu-throttle" }
+
+func (c *CPUThrottle) Available(t Target) error {
 	if t == nil {
 		return errors.New("cpu-throttle: no target")
 	}
 	if _, ok := t.(CPULimiter); !ok {
 		return fmt.Errorf("cpu-throttle: %s cannot have its CPU limited while it runs (container members can; local processes cannot)", t.Name())
 	}
-	if c.Cores <= 0 {
-		return fmt.Errorf("cpu-throttle: Cores=%v, want > 0", c.Cores)
-	}
 	return nil
 }
 
-func (c CPUThrottle) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (c *CPUThrottle) Inject(ctx context.Context, t Target, d time.Duration) error {
 	if err := c.Available(t); err != nil {
 		return err
 	}

@@ -17,16 +17,18 @@ type NetworkDisconnector interface {
 // Disconnect takes the target off the cluster's network for the duration,
 // then reconnects it: its peers and clients lose it while it keeps running
 // (a network partition of one member). Only container targets support it.
-func init() { Register(Disconnect{}) }
-
-type Disconnect struct {
-	// ReconnectTimeout bounds the reconnection (default 30s).
-	ReconnectTimeout time.Duration
+func init() {
+	Register(func() Fault { return &Disconnect{ReconnectTimeout: Duration(30 * time.Second)} })
 }
 
-func (Disconnect) Name() string { return "disconnect" }
+type Disconnect struct {
+	// ReconnectTimeout bounds the reconnection.
+	ReconnectTimeout Duration `yaml:"reconnect_timeout"`
+}
 
-func (Disconnect) Available(t Target) error {
+func (*Disconnect) Name() string { return "disconnect" }
+
+func (*Disconnect) Available(t Target) error {
 	if t == nil {
 		return errors.New("disconnect: no target")
 	}
@@ -36,7 +38,7 @@ func (Disconnect) Available(t Target) error {
 	return nil
 }
 
-func (dc Disconnect) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (dc *Disconnect) Inject(ctx context.Context, t Target, d time.Duration) error {
 	if err := dc.Available(t); err != nil {
 		return err
 	}
@@ -45,12 +47,8 @@ func (dc Disconnect) Inject(ctx context.Context, t Target, d time.Duration) erro
 		return fmt.Errorf("disconnect %s: %w", t.Name(), err)
 	}
 	sleep(ctx, d)
-	timeout := dc.ReconnectTimeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
 	// Reconnect even when the run is being interrupted.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dc.ReconnectTimeout.D())
 	defer cancel()
 	if err := n.Reconnect(rctx); err != nil {
 		return fmt.Errorf("reconnect %s: %w", t.Name(), err)

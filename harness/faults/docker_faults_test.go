@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,7 +88,7 @@ func (plainTarget) Kill() error                   { return nil }
 func (plainTarget) Restart(context.Context) error { return nil }
 
 func TestContainerFaultsNeedTheirCapability(t *testing.T) {
-	for _, f := range []Fault{CPUThrottle{Cores: 0.1}, Replace{}, Disconnect{}} {
+	for _, f := range []Fault{fresh("cpu-throttle"), fresh("replace"), fresh("disconnect")} {
 		require.ErrorContains(t, f.Available(nil), "no target", f.Name())
 		err := f.Available(plainTarget{})
 		require.ErrorContains(t, err, "zk2 cannot", f.Name())
@@ -95,19 +96,19 @@ func TestContainerFaultsNeedTheirCapability(t *testing.T) {
 		require.NoError(t, f.Available(&containerTarget{}), f.Name())
 		require.Error(t, f.Inject(context.Background(), plainTarget{}, 0), "Inject checks too: %s", f.Name())
 	}
-	require.ErrorContains(t, CPUThrottle{}.Available(&containerTarget{}), "Cores=0")
+	require.Equal(t, []lab.Problem{{Field: "cores", Msg: "want > 0, got 0"}}, (&CPUThrottle{}).Check())
 }
 
 func TestCPUThrottleLimitsThenRestores(t *testing.T) {
 	c := &containerTarget{}
 	start := time.Now()
-	require.NoError(t, CPUThrottle{Cores: 0.1}.Inject(context.Background(), c, 200*time.Millisecond))
+	require.NoError(t, (&CPUThrottle{Cores: 0.1}).Inject(context.Background(), c, 200*time.Millisecond))
 	require.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
 	require.Equal(t, []float64{0.1, 0}, c.limits, "limited, then no limit")
 
 	// A target that tells its limit gets its previous limit back.
 	w := withLimit{&containerTarget{limit: 1.5}}
-	require.NoError(t, CPUThrottle{Cores: 0.25}.Inject(context.Background(), w, 10*time.Millisecond))
+	require.NoError(t, (&CPUThrottle{Cores: 0.25}).Inject(context.Background(), w, 10*time.Millisecond))
 	require.Equal(t, []float64{0.25, 1.5}, w.limits)
 }
 
@@ -116,7 +117,7 @@ func TestCPUThrottleRestoresWhenInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	require.NoError(t, CPUThrottle{Cores: 0.1}.Inject(ctx, c, time.Minute))
+	require.NoError(t, (&CPUThrottle{Cores: 0.1}).Inject(ctx, c, time.Minute))
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Equal(t, []float64{0.1, 0}, c.limits)
 }
@@ -124,24 +125,24 @@ func TestCPUThrottleRestoresWhenInterrupted(t *testing.T) {
 func TestReplaceReplacesAndHoldsTheWindow(t *testing.T) {
 	c := &containerTarget{}
 	start := time.Now()
-	require.NoError(t, Replace{}.Inject(context.Background(), c, 150*time.Millisecond))
+	require.NoError(t, fresh("replace").Inject(context.Background(), c, 150*time.Millisecond))
 	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
 	require.Equal(t, []string{"replace"}, c.Calls())
 
 	// Interrupted before it began: the replacement still happens.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.NoError(t, Replace{}.Inject(ctx, c, time.Minute))
+	require.NoError(t, fresh("replace").Inject(ctx, c, time.Minute))
 	require.Equal(t, []string{"replace", "replace"}, c.Calls())
 
 	c.failure = errors.New("boom")
-	require.ErrorContains(t, Replace{}.Inject(context.Background(), c, 0), "replace zk1: boom")
+	require.ErrorContains(t, fresh("replace").Inject(context.Background(), c, 0), "replace zk1: boom")
 }
 
 func TestDisconnectReconnects(t *testing.T) {
 	c := &containerTarget{}
 	start := time.Now()
-	require.NoError(t, Disconnect{}.Inject(context.Background(), c, 150*time.Millisecond))
+	require.NoError(t, fresh("disconnect").Inject(context.Background(), c, 150*time.Millisecond))
 	require.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
 	require.Equal(t, []string{"disconnect", "reconnect"}, c.Calls())
 
@@ -150,7 +151,7 @@ func TestDisconnectReconnects(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start = time.Now()
-	require.NoError(t, Disconnect{}.Inject(ctx, c, time.Minute))
+	require.NoError(t, fresh("disconnect").Inject(ctx, c, time.Minute))
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Equal(t, []string{"disconnect", "reconnect"}, c.Calls())
 }

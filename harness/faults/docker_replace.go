@@ -18,16 +18,18 @@ type Replacer interface {
 // replacement (IL-0277). The replacement starts at once; the fault window
 // lasts at least the duration (longer if the new member takes longer to
 // serve). Only container targets support it.
-func init() { Register(Replace{}) }
-
-type Replace struct {
-	// StartTimeout bounds the replacement (default 120s).
-	StartTimeout time.Duration
+func init() {
+	Register(func() Fault { return &Replace{StartTimeout: Duration(120 * time.Second)} })
 }
 
-func (Replace) Name() string { return "replace" }
+type Replace struct {
+	// StartTimeout bounds the replacement.
+	StartTimeout Duration `yaml:"start_timeout"`
+}
 
-func (Replace) Available(t Target) error {
+func (*Replace) Name() string { return "replace" }
+
+func (*Replace) Available(t Target) error {
 	if t == nil {
 		return errors.New("replace: no target")
 	}
@@ -37,17 +39,13 @@ func (Replace) Available(t Target) error {
 	return nil
 }
 
-func (r Replace) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (r *Replace) Inject(ctx context.Context, t Target, d time.Duration) error {
 	if err := r.Available(t); err != nil {
 		return err
 	}
 	began := time.Now()
-	timeout := r.StartTimeout
-	if timeout == 0 {
-		timeout = 120 * time.Second
-	}
 	// Once the old member is gone the new one must come up, interrupted or not.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.StartTimeout.D())
 	defer cancel()
 	if err := t.(Replacer).Replace(rctx); err != nil {
 		return fmt.Errorf("replace %s: %w", t.Name(), err)

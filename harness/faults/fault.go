@@ -1,7 +1,11 @@
 // Package faults holds the faults chaoslab injects, one per file, each
-// registered by name. A fault acts on a Target (a cluster member chosen by
-// role), lasts for a duration, and undoes itself before Inject returns, even
-// when the run is interrupted. See README.md for how to add one.
+// registered by name with a constructor. A scenario's fault step names the
+// fault, gives its parameters (decoded into a fresh value the constructor
+// returned, so the constructor's values are the defaults, as toxiproxy
+// builds a toxic from its attributes) and a target selector. A fault acts
+// on a Target (a cluster member, a workload's group), lasts for a
+// duration, and undoes itself before Inject returns, even when the run is
+// interrupted. See README.md for how to add one.
 package faults
 
 import (
@@ -11,17 +15,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
-// Target is a member of a cluster a fault can act on. Every method acts
-// only on a process or container the harness started itself.
-type Target interface {
-	Name() string
-	Pause() error
-	Resume() error
-	Kill() error
-	Restart(ctx context.Context) error
-}
+// Target is what a fault acts on (lab.Target).
+type Target = lab.Target
+
+// Duration is a parameter's duration, written "10s" (lab.Duration).
+type Duration = lab.Duration
 
 // Fault is one kind of failure.
 type Fault interface {
@@ -35,30 +37,39 @@ type Fault interface {
 	Inject(ctx context.Context, t Target, d time.Duration) error
 }
 
-var (
-	mu       sync.Mutex
-	registry = map[string]Fault{}
-)
-
-// Register adds a fault under its name; a second fault of the same name panics.
-func Register(f Fault) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[f.Name()]; dup {
-		panic("faults: registered twice: " + f.Name())
-	}
-	registry[f.Name()] = f
+// Checker is implemented by a fault whose parameters can be wrong: Check
+// says what is wrong before anything starts.
+type Checker interface {
+	Check() []lab.Problem
 }
 
-// Get returns a registered fault.
-func Get(name string) (Fault, error) {
+var (
+	mu       sync.Mutex
+	registry = map[string]func() Fault{}
+)
+
+// Register adds a fault by its constructor, which returns a pointer to a
+// fresh value with the parameters' defaults; a second fault of the same
+// name panics.
+func Register(newFault func() Fault) {
+	name := newFault().Name()
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("faults: registered twice: " + name)
+	}
+	registry[name] = newFault
+}
+
+// New returns a fresh value of a registered fault, with its defaults.
+func New(name string) (Fault, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	f, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("get fault: unknown fault %q (known: %s)", name, strings.Join(namesLocked(), ", "))
 	}
-	return f, nil
+	return f(), nil
 }
 
 // Names lists the registered faults.

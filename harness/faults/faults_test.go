@@ -70,20 +70,20 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestRegistry(t *testing.T) {
 	require.Equal(t, []string{"add-capacity", "cpu-throttle", "disconnect", "kill-restart", "pause", "replace", "restart-fleet"}, Names())
-	f, err := Get("pause")
+	f, err := New("pause")
 	require.NoError(t, err)
 	require.Equal(t, "pause", f.Name())
-	_, err = Get("meteor")
+	_, err = New("meteor")
 	require.ErrorContains(t, err, `unknown fault "meteor" (known: add-capacity, cpu-throttle, disconnect, kill-restart, pause, replace, restart-fleet)`)
-	require.Panics(t, func() { Register(Pause{}) })
-	require.Error(t, Pause{}.Available(nil))
+	require.Panics(t, func() { Register(func() Fault { return &Pause{} }) })
+	require.Error(t, fresh("pause").Available(nil))
 }
 
 func TestPauseStopsThenContinues(t *testing.T) {
 	p := newProcTarget(t)
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- Pause{}.Inject(context.Background(), p, 600*time.Millisecond) }()
+	go func() { done <- fresh("pause").Inject(context.Background(), p, 600*time.Millisecond) }()
 	require.Eventually(t, func() bool { return state(t, p.pid()) == "T" }, time.Second, 10*time.Millisecond, "stopped during the fault")
 	require.NoError(t, <-done)
 	require.GreaterOrEqual(t, time.Since(start), 600*time.Millisecond)
@@ -95,7 +95,7 @@ func TestPauseRestoresWhenInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	require.NoError(t, Pause{}.Inject(ctx, p, time.Minute))
+	require.NoError(t, fresh("pause").Inject(ctx, p, time.Minute))
 	require.Less(t, time.Since(start), 5*time.Second, "an interrupted fault ends early")
 	require.NotEqual(t, "T", state(t, p.pid()), "a paused process is never left stopped")
 }
@@ -103,7 +103,7 @@ func TestPauseRestoresWhenInterrupted(t *testing.T) {
 func TestKillRestartReplacesTheProcess(t *testing.T) {
 	p := newProcTarget(t)
 	old := p.pid()
-	require.NoError(t, KillRestart{}.Inject(context.Background(), p, 100*time.Millisecond))
+	require.NoError(t, fresh("kill-restart").Inject(context.Background(), p, 100*time.Millisecond))
 	require.Equal(t, 2, p.n)
 	require.NotEqual(t, old, p.pid())
 	require.Contains(t, []string{"R", "S"}, state(t, p.pid()), "the new process runs")
@@ -113,6 +113,15 @@ func TestKillRestartReplacesTheProcess(t *testing.T) {
 	// Interrupted: still restarted.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.NoError(t, KillRestart{}.Inject(ctx, p, time.Minute))
+	require.NoError(t, fresh("kill-restart").Inject(ctx, p, time.Minute))
 	require.Equal(t, 3, p.n)
+}
+
+// fresh is a registered fault with its defaults.
+func fresh(name string) Fault {
+	f, err := New(name)
+	if err != nil {
+		panic(err)
+	}
+	return f
 }

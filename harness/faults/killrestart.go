@@ -10,32 +10,30 @@ import (
 // the same configuration and data after the duration: a crashed server that
 // a supervisor brings back.
 type KillRestart struct {
-	// StartTimeout bounds the restart (default 60s).
-	StartTimeout time.Duration
+	// StartTimeout bounds the restart.
+	StartTimeout Duration `yaml:"start_timeout"`
 }
 
-func init() { Register(KillRestart{}) }
+func init() {
+	Register(func() Fault { return &KillRestart{StartTimeout: Duration(60 * time.Second)} })
+}
 
-func (KillRestart) Name() string { return "kill-restart" }
+func (*KillRestart) Name() string { return "kill-restart" }
 
-func (KillRestart) Available(t Target) error {
+func (*KillRestart) Available(t Target) error {
 	if t == nil {
 		return fmt.Errorf("kill-restart: no target")
 	}
 	return nil
 }
 
-func (k KillRestart) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (k *KillRestart) Inject(ctx context.Context, t Target, d time.Duration) error {
 	if err := t.Kill(); err != nil {
 		return fmt.Errorf("kill %s: %w", t.Name(), err)
 	}
 	sleep(ctx, d)
-	timeout := k.StartTimeout
-	if timeout == 0 {
-		timeout = 60 * time.Second
-	}
 	// Restore even when the run is being interrupted.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.StartTimeout.D())
 	defer cancel()
 	if err := t.Restart(rctx); err != nil {
 		return fmt.Errorf("restart %s: %w", t.Name(), err)

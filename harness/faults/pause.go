@@ -12,18 +12,18 @@ import (
 // silence, not a closed connection.
 type Pause struct{}
 
-func init() { Register(Pause{}) }
+func init() { Register(func() Fault { return &Pause{} }) }
 
-func (Pause) Name() string { return "pause" }
+func (*Pause) Name() string { return "pause" }
 
-func (Pause) Available(t Target) error {
+func (*Pause) Available(t Target) error {
 	if t == nil {
 		return fmt.Errorf("pause: no target")
 	}
 	return nil
 }
 
-func (Pause) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (*Pause) Inject(ctx context.Context, t Target, d time.Duration) error {
 	if err := t.Pause(); err != nil {
 		return fmt.Errorf("pause %s: %w", t.Name(), err)
 	}

@@ -14,18 +14,18 @@ import (
 // go on after it for the rest of the run.
 type RestartFleet struct{}
 
-func init() { Register(RestartFleet{}) }
+func init() { Register(func() Fault { return &RestartFleet{} }) }
 
-func (RestartFleet) Name() string { return "restart-fleet" }
+func (*RestartFleet) Name() string { return "restart-fleet" }
 
-func (RestartFleet) Available(t Target) error {
+func (*RestartFleet) Available(t Target) error {
 	if _, ok := t.(Fleet); !ok {
 		return fmt.Errorf("restart-fleet: target %s is not a front-end fleet", targetName(t))
 	}
 	return nil
 }
 
-func (RestartFleet) Inject(ctx context.Context, t Target, d time.Duration) error {
+func (*RestartFleet) Inject(ctx context.Context, t Target, d time.Duration) error {
 	f := t.(Fleet)
 	if err := f.Restart(ctx); err != nil {
 		return fmt.Errorf("restart fleet: %w", err)

@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // Strategies.
@@ -43,20 +45,51 @@ const (
 	Paced       = "paced"
 )
 
-// Config of one mirror client.
+// Client is a mirror client's own settings, declared once: part of the
+// workload's settings in a scenario, and of each client's Config.
+type Client struct {
+	// Strategy is how a client (re)loads its mirror: full-refresh
+	// (Curator's TreeCache) or paced (TreeWatcher).
+	Strategy string `yaml:"strategy" json:"strategy"`
+	// Window bounds a paced client's reads in flight (and, as many again,
+	// its re-reads after watch events).
+	Window int `yaml:"window" json:"window"`
+	// Retries is how many times a failed read is re-queued (full-refresh
+	// re-queues like Curator's background retry; paced retries after the
+	// session is back).
+	Retries int `yaml:"retries" json:"retries"`
+	// RetryBase is the first back-off of a re-queued read (Curator's
+	// baseSleepTime).
+	RetryBase lab.Duration `yaml:"retry_base" json:"retry_base"`
+	// SessionTimeout is the ZooKeeper session timeout a client asks for.
+	SessionTimeout lab.Duration `yaml:"session_timeout" json:"session_timeout"`
+	// ReportInterval is how often each client reports its figures.
+	ReportInterval lab.Duration `yaml:"report_interval" json:"report_interval"`
+}
+
+// Check validates a client's settings.
+func (c Client) Check() []lab.Problem {
+	var ps lab.Checks
+	ps.Need(c.Strategy == FullRefresh || c.Strategy == Paced, "strategy", "want %s or %s, got %q", FullRefresh, Paced, c.Strategy)
+	ps.Need(c.Window >= 1, "window", "want at least 1, got %d", c.Window)
+	ps.Need(c.Retries >= 0, "retries", "want >= 0")
+	ps.Need(c.RetryBase.D() > 0, "retry_base", "want > 0")
+	ps.Need(c.SessionTimeout.D() >= time.Second, "session_timeout", "want at least 1s")
+	ps.Need(c.ReportInterval.D() > 0, "report_interval", "want > 0")
+	return ps
+}
+
+// Config of one mirror client: the JSON document its agent process gets.
 type Config struct {
-	ID             string
-	Servers        []string
-	Root           string
-	Strategy       string
-	Window         int
-	Retries        int
-	RetryBase      time.Duration // first back-off of a re-queued read (Curator's baseSleepTime)
-	SessionTimeout time.Duration
-	ReportInterval time.Duration
-	HotCount       int // number of hot znodes the writer updates
-	Seed           uint64
-	Logger         *slog.Logger
+	Client
+	ID      string   `json:"id"`
+	Servers []string `json:"servers"`
+	// Root is the subtree to mirror.
+	Root string `json:"root"`
+	// HotCount is the number of hot znodes the writer updates.
+	HotCount int          `json:"hot_count"`
+	Seed     uint64       `json:"seed"`
+	Logger   *slog.Logger `json:"-"`
 }
 
 // Sample is what a client reports each interval.
@@ -122,17 +155,8 @@ type Mirror struct {
 
 // Run mirrors until ctx ends, writing samples to out.
 func Run(ctx context.Context, cfg Config, out io.Writer) error {
-	if cfg.Strategy != FullRefresh && cfg.Strategy != Paced {
-		return fmt.Errorf("run mirror: unknown strategy %q", cfg.Strategy)
-	}
-	if cfg.Window < 1 {
-		cfg.Window = 1
-	}
-	if cfg.ReportInterval <= 0 {
-		cfg.ReportInterval = time.Second
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = time.Second
+	if ps := cfg.Check(); len(ps) > 0 {
+		return fmt.Errorf("run mirror: %s: %s", ps[0].Field, ps[0].Msg)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -150,7 +174,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		m.slots = make(chan struct{}, cfg.Window)
 	}
 	m.state.Store("connecting")
-	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout.D(),
 		zk.WithLogger(zkLogger{cfg.Logger}),
 		zk.WithEventCallback(func(ev zk.Event) {
 			select {
@@ -168,7 +192,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 
 	go m.handleEvents(ctx)
 	enc := json.NewEncoder(out)
-	tick := time.NewTicker(cfg.ReportInterval)
+	tick := time.NewTicker(cfg.ReportInterval.D())
 	defer tick.Stop()
 	for {
 		if err := enc.Encode(m.sample()); err != nil {
@@ -428,7 +452,7 @@ func (m *Mirror) readRetry(p string, o op, _ bool) ([]string, bool) {
 			return nil, false
 		}
 		m.queued.Add(1)
-		sleep := m.cfg.RetryBase * time.Duration(1+m.rndInt(1<<(attempt+1)))
+		sleep := m.cfg.RetryBase.D() * time.Duration(1+m.rndInt(1<<(attempt+1)))
 		select {
 		case <-time.After(sleep):
 		case <-m.ctx.Done():

@@ -18,9 +18,23 @@ import (
 // Tree is the shape of the seeded subtree: Fanout[i] children at depth i+1,
 // each znode holding DataBytes bytes.
 type Tree struct {
-	Root      string
-	Fanout    []int
-	DataBytes int
+	// Root is the absolute znode path of the subtree's root.
+	Root string `yaml:"path" json:"path"`
+	// Fanout gives the children per node at each depth: [30, 200] is 30
+	// children of the root with 200 children each.
+	Fanout []int `yaml:"fanout" json:"fanout"`
+	// DataBytes is the size of each znode's data, in bytes.
+	DataBytes int `yaml:"data_bytes" json:"data_bytes"`
+}
+
+// Nodes is the number of znodes below (not counting) the root.
+func (t Tree) Nodes() int {
+	n, level := 0, 1
+	for _, f := range t.Fanout {
+		level *= f
+		n += level
+	}
+	return n
 }
 
 // Paths lists every znode below the root, parents before children.

@@ -1,4 +1,4 @@
-package zkmirror
+package limits
 
 import (
 	"errors"

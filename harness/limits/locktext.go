@@ -1,4 +1,4 @@
-package zkmirror
+package limits
 
 import (
 	"bufio"
@@ -63,3 +63,7 @@ func LockText() (int64, error) {
 	}
 	return locked, nil
 }
+
+// LockTextEnv, set to 1 in an agent's environment, asks it to lock its
+// executable's pages before it starts (see LockText).
+const LockTextEnv = "CHAOSLAB_LOCK_TEXT"

@@ -1,0 +1,252 @@
+package lab
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// SeriesDef declares a series a plug-in records: reports chart it under
+// Title, in the order the plug-ins declare them.
+type SeriesDef struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Unit  string `json:"unit"`
+	// Marks are event kinds crossed on its chart (oom-kill, thread-limit).
+	Marks []string `json:"marks,omitempty"`
+}
+
+// MetricDef declares a metric. A metric with a Reducer is data: the runner
+// computes it from its series; one without is computed by the plug-in's
+// Collect.
+type MetricDef struct {
+	Name string
+	Unit string
+	Doc  string
+	*Reducer
+}
+
+// Reducer reduces a series over a window of the timeline to one figure.
+type Reducer struct {
+	Series string `yaml:"series" json:"series"`
+	// Reduce is max, min, mean, last, time_above, time_below or
+	// recover_below.
+	Reduce string `yaml:"reduce" json:"reduce"`
+	// Bound is the threshold of time_above, time_below and recover_below.
+	Bound float64 `yaml:"bound,omitempty" json:"bound,omitempty"`
+	// Window is all (default), after-warmup, from-fault, during-faults or
+	// after-faults.
+	Window string `yaml:"window,omitempty" json:"window,omitempty"`
+}
+
+// Reduces and Windows are the names a Reducer takes.
+var (
+	Reduces = []string{"max", "min", "mean", "last", "time_above", "time_below", "recover_below"}
+	Windows = []string{"all", "after-warmup", "from-fault", "during-faults", "after-faults"}
+)
+
+// Name is the reducer's canonical metric name, e.g.
+// "max(server.outstanding_requests)@from-fault".
+func (r Reducer) Name() string {
+	arg := r.Series
+	if r.bounded() {
+		arg += fmt.Sprintf(", %g", r.Bound)
+	}
+	n := r.Reduce + "(" + arg + ")"
+	if r.Window != "" && r.Window != "all" {
+		n += "@" + r.Window
+	}
+	return n
+}
+
+func (r Reducer) bounded() bool { return strings.Contains(r.Reduce, "_") }
+
+// Check says what is wrong with a reducer's names.
+func (r Reducer) Check() []Problem {
+	var c Checks
+	c.Need(r.Series != "", "series", "required")
+	c.Need(slices.Contains(Reduces, r.Reduce), "reduce", "want one of %s, got %q", strings.Join(Reduces, ", "), r.Reduce)
+	c.Need(r.Window == "" || slices.Contains(Windows, r.Window), "window", "want one of %s, got %q", strings.Join(Windows, ", "), r.Window)
+	return c
+}
+
+// Timeline is what the reducers' windows are cut from.
+type Timeline struct {
+	// WarmEnd is when the warm-up ended (0: it did not).
+	WarmEnd float64
+	Faults  []FaultWindow
+	// End is the end of the observation.
+	End float64
+}
+
+// FaultStart is the start of the first fault (NaN when none ran).
+func (t Timeline) FaultStart() float64 {
+	v := math.NaN()
+	for _, f := range t.Faults {
+		if math.IsNaN(v) || f.Start < v {
+			v = f.Start
+		}
+	}
+	return v
+}
+
+// FaultEnd is the end of the last fault (NaN when none ran).
+func (t Timeline) FaultEnd() float64 {
+	v := math.NaN()
+	for _, f := range t.Faults {
+		if math.IsNaN(v) || f.End > v {
+			v = f.End
+		}
+	}
+	return v
+}
+
+// Fault is the first window of the named fault.
+func (t Timeline) Fault(name string) *FaultWindow {
+	for i := range t.Faults {
+		if t.Faults[i].Fault == name {
+			return &t.Faults[i]
+		}
+	}
+	return nil
+}
+
+// span is a window's [from, to]; ok is false when it does not exist in
+// this run (no fault ran).
+func (t Timeline) span(window string) (from, to float64, ok bool) {
+	end := t.End
+	if end <= 0 {
+		end = math.Inf(1)
+	}
+	switch window {
+	case "", "all":
+		return math.Inf(-1), end, true
+	case "after-warmup":
+		return t.WarmEnd, end, true
+	case "from-fault":
+		s := t.FaultStart()
+		return s, end, !math.IsNaN(s)
+	case "during-faults":
+		s, e := t.FaultStart(), t.FaultEnd()
+		return s, e, !math.IsNaN(s)
+	case "after-faults":
+		e := t.FaultEnd()
+		return e, end, !math.IsNaN(e)
+	}
+	return 0, 0, false
+}
+
+// Apply reduces the named series of every source over the window: max,
+// min and mean pool every point; the others are taken per source and the
+// largest wins (the last source to recover, the longest above). ok is
+// false when nothing was measured.
+func (r Reducer) Apply(series []*Series, tl Timeline) (float64, bool) {
+	from, to, ok := tl.span(r.Window)
+	if !ok {
+		return math.NaN(), false
+	}
+	best, sum, n := math.NaN(), 0.0, 0
+	for _, s := range series {
+		if s.Name != r.Series {
+			continue
+		}
+		pts := window(s.Points, from, to)
+		var v float64
+		var got bool
+		switch r.Reduce {
+		case "max", "min", "mean":
+			for _, p := range pts {
+				x := float64(p.V)
+				if math.IsNaN(x) {
+					continue
+				}
+				sum, n = sum+x, n+1
+				if math.IsNaN(best) || (r.Reduce == "max" && x > best) || (r.Reduce == "min" && x < best) {
+					best = x
+				}
+			}
+			continue
+		case "last":
+			v, got = last(pts)
+		case "time_above":
+			v, got = timeWhere(pts, to, func(x float64) bool { return x > r.Bound })
+		case "time_below":
+			v, got = timeWhere(pts, to, func(x float64) bool { return x < r.Bound })
+		case "recover_below":
+			v, got = recoverBelow(pts, from, r.Bound)
+		}
+		if got && (math.IsNaN(best) || v > best) {
+			best = v
+		}
+	}
+	if r.Reduce == "mean" {
+		if n == 0 {
+			return math.NaN(), false
+		}
+		return sum / float64(n), true
+	}
+	return best, !math.IsNaN(best)
+}
+
+func window(pts []Point, from, to float64) []Point {
+	var out []Point
+	for _, p := range pts {
+		if p.T >= from && p.T <= to {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func last(pts []Point) (float64, bool) {
+	for i := len(pts) - 1; i >= 0; i-- {
+		if x := float64(pts[i].V); !math.IsNaN(x) {
+			return x, true
+		}
+	}
+	return 0, false
+}
+
+// timeWhere is the time the series spent where cond holds: each point
+// stands until the next one (the last until to); gaps count as not.
+func timeWhere(pts []Point, to float64, cond func(float64) bool) (float64, bool) {
+	if len(pts) == 0 {
+		return 0, false
+	}
+	total := 0.0
+	for i, p := range pts {
+		next := to
+		if i+1 < len(pts) {
+			next = pts[i+1].T
+		}
+		if x := float64(p.V); !math.IsNaN(x) && cond(x) && !math.IsInf(next, 1) {
+			total += next - p.T
+		}
+	}
+	return total, true
+}
+
+// recoverBelow is the time from `from` until the series is below bound
+// for good: +Inf when its last point is not.
+func recoverBelow(pts []Point, from, bound float64) (float64, bool) {
+	if len(pts) == 0 {
+		return 0, false
+	}
+	lastBad := math.Inf(-1)
+	for _, p := range pts {
+		if x := float64(p.V); math.IsNaN(x) || x >= bound {
+			lastBad = p.T
+		}
+	}
+	switch {
+	case lastBad == pts[len(pts)-1].T:
+		return math.Inf(1), true
+	case math.IsInf(lastBad, -1):
+		return 0, true
+	}
+	if math.IsInf(from, -1) {
+		return lastBad, true
+	}
+	return math.Max(0, lastBad-from), true
+}

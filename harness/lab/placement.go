@@ -1,0 +1,168 @@
+package lab
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"syscall"
+	"time"
+)
+
+// A Placement is where programs run: local processes under cgroups,
+// containers. One implementation per placement is shared by the servers of
+// a system and the programs of a workload. See GUIDE.md for how a
+// Kubernetes placement would map.
+type Placement interface {
+	Name() string
+	// Available says whether this placement can be used here now (an
+	// engine answers, cgroups can be written); auto placement asks it.
+	Available(ctx context.Context) error
+	// Prepare checks once per run what the run needs (these images) and
+	// removes what crashed earlier runs left behind.
+	Prepare(ctx context.Context, images []ImageNeed) error
+	// Open makes the place of one variant (a cgroup parent, a network);
+	// Site.Close removes it and everything started in it.
+	Open(ctx context.Context, runID, dir string, log *slog.Logger) (Site, error)
+	// Versions says what the run used (images, binaries), for the report.
+	Versions() map[string]string
+	// Why says how images or binaries were chosen ("" when nothing was).
+	Why() string
+}
+
+// ImageNeed is an image a run needs on a container placement: Name is
+// what --image NAME=REF and CHAOSLAB_<NAME>_IMAGE override, Ref the image
+// the scenario names ("" for none), Defaults the images tried in order
+// (the official one first, then the one `chaoslab images build` makes).
+type ImageNeed struct {
+	Name     string
+	Ref      string
+	Defaults []string
+}
+
+// AgentImage names the image of chaoslab's own agents ("client").
+const AgentImage = "client"
+
+// ImageNeeder is implemented by settings whose programs run from images
+// on a container placement (a topology's servers, a workload's agents).
+type ImageNeeder interface {
+	Images() []ImageNeed
+}
+
+// PlacementOptions configure a placement for one run.
+type PlacementOptions struct {
+	// AgentBinary runs chaoslab's own agents as local processes (default:
+	// this executable); AgentArgs come before "agent ..." (a test binary's
+	// flags).
+	AgentBinary string
+	AgentArgs   []string
+	// Images override the image of a system ("zookeeper", "client").
+	Images map[string]string
+	Log    *slog.Logger
+}
+
+// PlacementFactory builds a placement for a run.
+type PlacementFactory func(o PlacementOptions) (Placement, error)
+
+// Site is one variant's place on a placement.
+type Site interface {
+	// Placement is the placement this site belongs to.
+	Placement() Placement
+	// Start runs a program under its limits; it returns once it runs.
+	Start(ctx context.Context, p Program) (Proc, error)
+	// Note says which limits are not enforced here ("" when all are).
+	Note() string
+	// Close stops every program still running and removes the site.
+	Close() error
+}
+
+// Program is one incarnation of a program to start on a Site.
+type Program struct {
+	// Name is unique in the variant ("client-03-1"); Alias is the host
+	// name other programs reach it by (default Name).
+	Name  string
+	Alias string
+	// Role says what it is (client, frontend, consul-agent): labels, logs.
+	Role string
+	// Agent runs chaoslab's own program `chaoslab agent AGENT --config
+	// JSON` with Config as its one JSON document.
+	Agent  string
+	Config any
+	// Command runs any other program instead: an argv on local processes,
+	// the image's command in a container of Image.
+	Command []string
+	Image   string
+	Env     []string
+	Limits  Limits
+	// Stdout receives every line the program prints on standard output;
+	// Stderr its standard error (its log).
+	Stdout func(line []byte)
+	Stderr io.Writer
+}
+
+// Limits are a program's kernel-enforced limits; 0 means none.
+type Limits struct {
+	MemoryMB int
+	// Pids caps processes and threads (a container's --pids-limit, a
+	// cgroup's pids.max).
+	Pids     int
+	CPUCores float64
+}
+
+// Proc is a running program.
+type Proc interface {
+	// Desc says what it is ("pid 123", "container NAME").
+	Desc() string
+	// Pid is its process id on this machine (0 when unknown).
+	Pid() int
+	// Host is the address the harness reaches its ports at.
+	Host() string
+	Signal(sig syscall.Signal) error
+	Pause() error
+	Resume() error
+	// Stats are its figures as the kernel counts them (the last read, also
+	// after it ended).
+	Stats() ProcStats
+	// Done is closed when it ended; Exit says how.
+	Done() <-chan struct{}
+	Exit() ProcExit
+	// Stop ends it (SIGTERM, SIGKILL after grace) and waits; the exit is
+	// marked Stopped.
+	Stop(grace time.Duration) ProcExit
+	// Release frees what it held (cgroup, container). It is called once
+	// the program ended.
+	Release() error
+}
+
+// ProcStats are a program's figures.
+type ProcStats struct {
+	RSSBytes int64
+	Threads  int
+	// Pids is the tasks counted against the pids limit; PidsRefused the
+	// forks and clones the kernel refused at that limit.
+	Pids        int64
+	PidsRefused uint64
+	// MemoryLimitBytes is the memory limit in force (0 = none).
+	MemoryLimitBytes int64
+	// MemoryNote says how the limit relates to Limits.MemoryMB when it
+	// differs (a container's page cache allowance).
+	MemoryNote string
+}
+
+// ProcExit is how a program ended.
+type ProcExit struct {
+	Code   int
+	Signal string
+	// OOM: killed by the kernel's OOM killer (cgroup counters, kernel log
+	// or the engine's state).
+	OOM bool
+	// How says it in a sentence.
+	How string
+	// Stopped: ended by Stop (the harness), not by itself.
+	Stopped bool
+	Err     error
+}
+
+// AsExit is the report's form of an exit at time t.
+func (e ProcExit) AsExit(t float64) Exit {
+	return Exit{T: t, Code: e.Code, Signal: e.Signal, OOM: e.OOM, How: e.How}
+}

@@ -1,0 +1,73 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+)
+
+// A Kind is a workload kind (zk-tree-mirror, kinesis-frontend, exec): its
+// typed settings, what it records, and how it runs.
+type Kind interface {
+	Name() string
+	// Systems are the systems it can run against.
+	Systems() []string
+	// NewSettings returns its settings with their defaults; the
+	// scenario's workload (merged with a variant's) is decoded into it.
+	NewSettings() Settings
+	// Series and Metrics are what it records and what is derived from it.
+	Series() []SeriesDef
+	Metrics() []MetricDef
+	// Groups are the fault target groups it offers (clients, fleet);
+	// Probe is one of them as a fault sees it, for preflight checks.
+	Groups() []string
+	Probe(group string) Target
+	// Noun names one of its instances and several, for reports
+	// ("client", "clients").
+	Noun() (one, many string)
+	// New prepares the workload of one variant against a started cluster.
+	New(env *Env, c Cluster, s Settings) (Workload, error)
+}
+
+// PlacementPreference is implemented by a kind whose scenarios were
+// calibrated on one placement: auto placement picks it, and says why.
+type PlacementPreference interface {
+	PreferPlacement() (name, why string)
+}
+
+// Workload is one variant's running workload.
+type Workload interface {
+	// Seed writes the data the workload needs into the cluster.
+	Seed(ctx context.Context) error
+	// Start starts its programs; it returns once they are launched (a
+	// spread start goes on in the background). The warm-up counts from
+	// here.
+	Start(ctx context.Context) error
+	// Steady says how many of its instances are in their steady state
+	// (loaded and fresh, routing); the warm-up waits for all of them.
+	Steady() Steady
+	// Targets are the members of a fault target group.
+	Targets(group string) []Target
+	// Progress is a few figures for a person watching.
+	Progress() []slog.Attr
+	// Stop ends every program it started and waits for them.
+	Stop(ctx context.Context) error
+	// Collect adds its series, computed metrics, instances and limits.
+	Collect(r *Result, tl Timeline)
+}
+
+// Steady is how far a workload is from its steady state.
+type Steady struct {
+	Ready, Total int
+	// What counts ("mirrors fresh", "servers routing").
+	What string
+}
+
+// Agent is a program chaoslab runs as a process (or container) of its own:
+// `chaoslab agent NAME --config JSON`. It prints its samples on stdout.
+type Agent struct {
+	Name string
+	Doc  string
+	Run  func(ctx context.Context, config json.RawMessage, stdout io.Writer, log *slog.Logger) error
+}

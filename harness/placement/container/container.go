@@ -1,0 +1,193 @@
+// Package container is the container placement: programs run as
+// containers (testcontainers-go) on a private network of each variant,
+// with their memory, pids and CPU limits as the engine's; an OOM kill is
+// the kernel's, read from the container's state, as in Kubernetes. Every
+// container and network carries the run's labels and is removed by the
+// site's Close, on Ctrl-C, and by the sweep at the start of the next run.
+package container
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// Name is the placement's registered name.
+const Name = "docker"
+
+func init() { lab.RegisterPlacement(Name, New) }
+
+// Placement runs programs as containers of the local engine.
+type Placement struct {
+	opts lab.PlacementOptions
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	images map[string]string // resolved: name -> ref
+	why    []string
+}
+
+// New is the container placement of a run.
+func New(o lab.PlacementOptions) (lab.Placement, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Placement{opts: o, log: o.Log, images: map[string]string{}}, nil
+}
+
+func (p *Placement) Name() string { return Name }
+
+// Available asks whether a Docker engine answers.
+func (p *Placement) Available(ctx context.Context) error { return docker.Available(ctx) }
+
+// Prepare sweeps what crashed runs left behind and resolves every image
+// the run needs, failing when one is missing.
+func (p *Placement) Prepare(ctx context.Context, needs []lab.ImageNeed) error {
+	if err := docker.Available(ctx); err != nil {
+		return err
+	}
+	if swept, err := docker.SweepStale(ctx); err != nil {
+		p.log.Warn("sweep leftovers of earlier runs", "err", err)
+	} else if !swept.Empty() {
+		p.log.Info("removed leftovers of earlier runs", "swept", swept.String())
+	}
+	for _, n := range needs {
+		if _, err := p.resolve(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolve picks an image: --image NAME=REF, then CHAOSLAB_<NAME>_IMAGE,
+// then the scenario's, then the first default present here.
+func (p *Placement) resolve(ctx context.Context, n lab.ImageNeed) (string, error) {
+	if n.Name == lab.AgentImage && len(n.Defaults) == 0 {
+		n.Defaults = []string{images.ChaoslabRef("")}
+	}
+	env := "CHAOSLAB_" + strings.ToUpper(n.Name) + "_IMAGE"
+	ref, why := "", ""
+	switch {
+	case p.opts.Images[n.Name] != "":
+		ref, why = p.opts.Images[n.Name], "--image"
+	case os.Getenv(env) != "":
+		ref, why = os.Getenv(env), env
+	case n.Ref != "":
+		ref, why = n.Ref, "the scenario's"
+	default:
+		for _, d := range n.Defaults {
+			ok, err := docker.ImageExists(ctx, d)
+			if err != nil {
+				return "", err
+			}
+			if ok {
+				ref, why = d, "default, present here"
+				break
+			}
+		}
+		if ref == "" {
+			return "", fmt.Errorf("no %s image here (tried %s; build the local ones with `chaoslab images build`, or name one with --image %s=REF or %s)",
+				n.Name, strings.Join(n.Defaults, ", "), n.Name, env)
+		}
+	}
+	if ok, err := docker.ImageExists(ctx, ref); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("image %s is missing: pull it, or build the local equivalents with `chaoslab images build`", ref)
+		}
+		return "", fmt.Errorf("prepare docker placement: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, seen := p.images[n.Name]; !seen {
+		p.why = append(p.why, fmt.Sprintf("%s %s (%s)", n.Name, ref, why))
+	}
+	p.images[n.Name] = ref
+	return ref, nil
+}
+
+// Image is the image resolved for a name by Prepare ("" when none was).
+func (p *Placement) Image(name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.images[name]
+}
+
+func (p *Placement) Why() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.why) == 0 {
+		return ""
+	}
+	return "images: " + strings.Join(p.why, ", ")
+}
+
+func (p *Placement) Versions() map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range p.images {
+		out["image "+k] = v
+	}
+	return out
+}
+
+// Open creates the variant's network.
+func (p *Placement) Open(ctx context.Context, runID, dir string, log *slog.Logger) (lab.Site, error) {
+	net, err := docker.NewNetwork(ctx, runID, "lab")
+	if err != nil {
+		return nil, fmt.Errorf("open docker site: %w", err)
+	}
+	return &Site{p: p, runID: runID, net: net, log: log}, nil
+}
+
+// Site is one variant's network and the containers started on it.
+type Site struct {
+	p     *Placement
+	runID string
+	net   *testcontainers.DockerNetwork
+	log   *slog.Logger
+
+	mu    sync.Mutex
+	procs []*proc
+}
+
+func (s *Site) Placement() lab.Placement { return s.p }
+
+// Network is the variant's network: servers join it, programs reach them
+// on it by name.
+func (s *Site) Network() *testcontainers.DockerNetwork { return s.net }
+
+// RunID names the variant's containers and labels.
+func (s *Site) RunID() string { return s.runID }
+
+// Image is the image resolved for a name (see Placement.Image).
+func (s *Site) Image(name string) string { return s.p.Image(name) }
+
+func (s *Site) Note() string { return "" }
+
+// Close removes every container still there and the network, then sweeps
+// whatever else carries the variant's label.
+func (s *Site) Close() error {
+	s.mu.Lock()
+	procs := s.procs
+	s.procs = nil
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { p.Stop(3e9); _ = p.Release() })
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), docker.OpTimeout)
+	defer cancel()
+	_, err := docker.Sweep(ctx, s.runID)
+	return err
+}

@@ -1,0 +1,372 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/network"
+
+	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/limits"
+)
+
+// Start runs a program as a container on the variant's network: chaoslab's
+// own agent from the client image, or Command from Image.
+func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
+	img, cmd, err := s.image(prog)
+	if err != nil {
+		return nil, err
+	}
+	name := s.runID + "-" + prog.Name
+	alias := prog.Alias
+	if alias == "" {
+		alias = prog.Name
+	}
+	mem := memoryPlan(prog, img)
+	lines := &lineSplitter{onStdout: prog.Stdout, log: prog.Stderr}
+	if lines.log == nil {
+		lines.log = io.Discard
+	}
+	opts := []testcontainers.ContainerCustomizer{
+		testcontainers.WithName(name),
+		testcontainers.WithCmd(cmd...),
+		testcontainers.WithEnv(envMap(prog, mem)),
+		testcontainers.WithLabels(docker.MergeLabels(docker.Labels(s.runID), map[string]string{
+			docker.LabelComponent: prog.Role, docker.LabelMember: alias,
+		})),
+		network.WithNetworkName([]string{alias}, s.net.Name),
+		testcontainers.WithLogConsumers(lines),
+		testcontainers.WithLogger(docker.SlogPrintf(s.log)),
+		testcontainers.WithHostConfigModifier(mem.hostConfig),
+	}
+	if prog.Limits.Pids > 0 {
+		opts = append(opts, docker.WithPidsLimit(int64(prog.Limits.Pids)))
+	}
+	if prog.Limits.CPUCores > 0 {
+		opts = append(opts, docker.WithCPULimit(prog.Limits.CPUCores))
+	}
+	c, err := testcontainers.Run(ctx, img, opts...)
+	if err != nil {
+		if c != nil {
+			_ = c.Terminate(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("start container %s: %w", name, err)
+	}
+	p := &proc{c: &docker.Container{Container: c}, name: name, mem: mem, prog: prog, lines: lines, done: make(chan struct{}), started: time.Now()}
+	if err := p.locate(ctx, s.net.Name); err != nil {
+		_ = c.Terminate(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	go p.watch()
+	s.mu.Lock()
+	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	return p, nil
+}
+
+// image is the image and command of a program.
+func (s *Site) image(prog lab.Program) (string, []string, error) {
+	if prog.Agent == "" {
+		if prog.Image == "" {
+			return "", nil, fmt.Errorf("start %s: a command in a container needs its image", prog.Name)
+		}
+		return prog.Image, prog.Command, nil
+	}
+	img := s.Image(lab.AgentImage)
+	if img == "" {
+		return "", nil, fmt.Errorf("start %s: no client image was prepared", prog.Name)
+	}
+	cfg, err := json.Marshal(prog.Config)
+	if err != nil {
+		return "", nil, fmt.Errorf("encode config of %s: %w", prog.Name, err)
+	}
+	return img, []string{"agent", prog.Agent, "--config", string(cfg)}, nil
+}
+
+func envMap(prog lab.Program, mem *memPlan) map[string]string {
+	env := map[string]string{"GOTRACEBACK": "single"}
+	for _, kv := range prog.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	if mem.lockText {
+		env[limits.LockTextEnv] = "1"
+	}
+	return env
+}
+
+// proc is one container.
+type proc struct {
+	c       *docker.Container
+	name    string
+	mem     *memPlan
+	prog    lab.Program
+	lines   *lineSplitter
+	started time.Time
+	pid     int
+	cgroup  string // its pids cgroup
+	ip      string
+	done    chan struct{}
+	exit    lab.ProcExit
+
+	mu       sync.Mutex
+	stats    lab.ProcStats
+	stopping bool
+	released bool
+}
+
+// locate finds the container's process and its address on the network:
+// the harness reaches it there (this machine routes to its bridges), not
+// through published ports that a docker-proxy would relay.
+func (p *proc) locate(ctx context.Context, net string) error {
+	if ins, err := p.c.Inspect(ctx); err == nil && ins.State != nil {
+		p.pid = ins.State.Pid
+		p.cgroup = pidsCgroupDir(p.pid)
+	}
+	ip, err := p.c.IP(ctx, net)
+	if err != nil || !ip.IsValid() {
+		return fmt.Errorf("find address of %s on %s: %v", p.name, net, err)
+	}
+	p.ip = ip.String()
+	p.readCounters()
+	return nil
+}
+
+func (p *proc) Desc() string { return "container " + p.name }
+func (p *proc) Pid() int     { return p.pid }
+func (p *proc) Host() string { return p.ip }
+
+// Signal sends sig to the container's process (docker kill --signal).
+func (p *proc) Signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	cli, err := docker.Client(context.Background())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = cli.ContainerKill(ctx, p.c.GetContainerID(), client.ContainerKillOptions{Signal: strconv.Itoa(int(sig))})
+	if err != nil && !docker.IsNotFound(err) {
+		return fmt.Errorf("signal %s: %w", p.name, err)
+	}
+	return nil
+}
+
+func (p *proc) Pause() error  { return p.c.Pause(context.Background()) }
+func (p *proc) Resume() error { return p.c.Unpause(context.Background()) }
+
+func (p *proc) Stats() lab.ProcStats {
+	select {
+	case <-p.done:
+	default:
+		p.readCounters()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// readCounters reads /proc and the container's pids cgroup.
+func (p *proc) readCounters() {
+	ps, perr := limits.ProcStats(p.pid)
+	cur, refused, ok := readPids(p.cgroup)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if perr == nil {
+		p.stats.RSSBytes, p.stats.Threads = ps.RSSBytes, ps.Threads
+	}
+	if ok {
+		p.stats.Pids, p.stats.PidsRefused = cur, max(p.stats.PidsRefused, refused)
+	}
+	p.stats.MemoryLimitBytes, p.stats.MemoryNote = p.mem.limitBytes(), p.mem.note()
+}
+
+// watch polls the container's state until it ended.
+func (p *proc) watch() {
+	defer close(p.done)
+	for {
+		time.Sleep(250 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ins, err := p.c.Inspect(ctx)
+		cancel()
+		if err != nil {
+			if docker.IsNotFound(err) {
+				p.exit = lab.ProcExit{Code: -1, Err: err, How: "its container is gone", Stopped: p.isStopping()}
+				return
+			}
+			continue
+		}
+		st := ins.State
+		if st == nil || st.Running || st.Paused {
+			p.readCounters()
+			p.mem.settle(p.c, p.prog, time.Since(p.started))
+			continue
+		}
+		// Give the log stream a moment to deliver the last lines.
+		time.Sleep(300 * time.Millisecond)
+		p.exit = describeExit(st.ExitCode, st.OOMKilled, p.isStopping(), p.mem)
+		return
+	}
+}
+
+func (p *proc) isStopping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopping
+}
+
+func describeExit(code int, oom, stopped bool, mem *memPlan) lab.ProcExit {
+	e := lab.ProcExit{Code: code, Stopped: stopped}
+	if code > 128 {
+		e.Signal = syscall.Signal(code - 128).String()
+	}
+	switch {
+	case oom:
+		e.OOM, e.Signal = true, "killed"
+		e.How = fmt.Sprintf("killed by the kernel OOM killer (container state OOMKilled, exit %d, %s)", code, mem.note())
+	case stopped:
+		e.How = "stopped by the harness"
+	case code == 137:
+		e.How = "killed by SIGKILL (exit 137, not an OOM kill by the container state)"
+	default:
+		e.How = fmt.Sprintf("exited with status %d", code)
+	}
+	return e
+}
+
+func (p *proc) Done() <-chan struct{} { return p.done }
+func (p *proc) Exit() lab.ProcExit    { <-p.done; return p.exit }
+
+// Stop stops the container (SIGTERM, SIGKILL after grace) and waits.
+func (p *proc) Stop(grace time.Duration) lab.ProcExit {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.exit
+	default:
+	}
+	_ = p.c.Unpause(context.Background()) // a paused container cannot stop
+	g := max(grace, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), g+30*time.Second)
+	defer cancel()
+	_ = p.c.Stop(ctx, &g)
+	<-p.done
+	return p.exit
+}
+
+// Release removes the container (which also ends its log stream).
+func (p *proc) Release() error {
+	<-p.done
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return nil
+	}
+	p.released = true
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := p.c.Terminate(ctx)
+	p.lines.flush()
+	if err != nil && !docker.IsNotFound(err) {
+		return fmt.Errorf("remove %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// readPids reads a pids cgroup: tasks now, clones refused at the limit.
+func readPids(dir string) (cur int64, refused uint64, ok bool) {
+	if dir == "" {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pids.current"))
+	if err != nil {
+		return 0, 0, false
+	}
+	cur, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if b, err := os.ReadFile(filepath.Join(dir, "pids.events")); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, found := strings.CutPrefix(l, "max "); found {
+				refused, _ = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			}
+		}
+	}
+	return cur, refused, true
+}
+
+// pidsCgroupDir finds the pids cgroup of a process: v1's pids hierarchy or
+// the v2 unified one.
+func pidsCgroupDir(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case strings.Contains(","+parts[1]+",", ",pids,"):
+			return filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		case parts[0] == "0" && parts[1] == "":
+			return filepath.Join("/sys/fs/cgroup", parts[2])
+		}
+	}
+	return ""
+}
+
+// lineSplitter turns a container's log chunks into lines: stdout lines go
+// to onStdout (the samples), stderr to the program's log.
+type lineSplitter struct {
+	mu       sync.Mutex
+	onStdout func([]byte)
+	log      io.Writer
+	out      bytes.Buffer
+}
+
+func (s *lineSplitter) Accept(l testcontainers.Log) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.LogType == testcontainers.StderrLog || s.onStdout == nil {
+		_, _ = s.log.Write(l.Content)
+		return
+	}
+	s.out.Write(l.Content)
+	for {
+		i := bytes.IndexByte(s.out.Bytes(), '\n')
+		if i < 0 {
+			return
+		}
+		line := append([]byte(nil), s.out.Next(i + 1)[:i]...)
+		s.onStdout(line)
+	}
+}
+
+func (s *lineSplitter) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.out.Len() > 0 && s.onStdout != nil {
+		s.onStdout(bytes.TrimSpace(s.out.Bytes()))
+		s.out.Reset()
+	}
+}

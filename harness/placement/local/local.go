@@ -1,0 +1,123 @@
+// Package local is the local placement: programs run as processes of this
+// machine, each in a cgroup of its own (v1 or v2) that holds its memory,
+// pids and CPU limits; servers listen on loopback. An OOM kill is read
+// from the cgroup's own counters (or the kernel log).
+package local
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/limits"
+)
+
+// Name is the placement's registered name.
+const Name = "local"
+
+func init() { lab.RegisterPlacement(Name, New) }
+
+// Placement runs programs as local processes.
+type Placement struct {
+	opts lab.PlacementOptions
+	log  *slog.Logger
+	mu   sync.Mutex
+	vers map[string]string
+}
+
+// New is the local placement of a run.
+func New(o lab.PlacementOptions) (lab.Placement, error) {
+	if o.AgentBinary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find agent binary: %w", err)
+		}
+		o.AgentBinary = exe
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Placement{opts: o, log: o.Log, vers: map[string]string{}}, nil
+}
+
+func (p *Placement) Name() string { return Name }
+
+// Available: processes can always be started; limits that cannot be
+// enforced are said per variant (Site.Note).
+func (p *Placement) Available(context.Context) error { return nil }
+
+// Prepare removes the cgroups that crashed runs left behind.
+func (p *Placement) Prepare(context.Context, []lab.ImageNeed) error {
+	if err := limits.Sweep(p.log); err != nil {
+		p.log.Warn("sweep leftover cgroups", "err", err)
+	}
+	return nil
+}
+
+func (p *Placement) Why() string { return "" }
+
+// SetVersion records what a system used here (a binary and its version).
+func (p *Placement) SetVersion(k, v string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.vers[k] = v
+}
+
+func (p *Placement) Versions() map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range p.vers {
+		out[k] = v
+	}
+	return out
+}
+
+// Open makes the variant's cgroup parent.
+func (p *Placement) Open(_ context.Context, runID, dir string, log *slog.Logger) (lab.Site, error) {
+	mgr, err := limits.NewManager(runID, log)
+	if err != nil {
+		return nil, fmt.Errorf("create cgroups: %w", err)
+	}
+	return &Site{p: p, mgr: mgr, log: log}, nil
+}
+
+// Site is one variant's cgroup parent and the processes started in it.
+type Site struct {
+	p   *Placement
+	mgr *limits.Manager
+	log *slog.Logger
+
+	mu    sync.Mutex
+	procs []*proc
+}
+
+func (s *Site) Placement() lab.Placement { return s.p }
+
+// Limits is the variant's cgroup manager (servers held to a CPU share).
+func (s *Site) Limits() *limits.Manager { return s.mgr }
+
+// Note says when no cgroup can be used: limits are then not enforced.
+func (s *Site) Note() string {
+	if s.mgr.Mode() == limits.ModeNone {
+		return "no cgroup can be used here (" + s.mgr.Reason() + "): memory, pids and CPU limits are NOT enforced; memory growth is still measured"
+	}
+	return ""
+}
+
+// Close stops what still runs and removes every cgroup of the variant.
+func (s *Site) Close() error {
+	s.mu.Lock()
+	procs := s.procs
+	s.procs = nil
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { p.Stop(3e9); _ = p.Release() })
+	}
+	wg.Wait()
+	return s.mgr.Close()
+}

@@ -1,0 +1,193 @@
+// Package zookeeper is the ZooKeeper system: an ensemble of Debian's
+// ZooKeeper 3.8 as local processes on loopback (harness/zkensemble) or as
+// containers of the official image or its local equivalent
+// (harness/dockerzk), its members and their roles, its health and leader
+// rules (harness/zkcheck), and a sampler of the servers' own figures
+// (mntr) on the run's clock.
+package zookeeper
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/dockerzk"
+	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/placement/container"
+	"github.com/chaoslab/chaoslab/harness/placement/local"
+	"github.com/chaoslab/chaoslab/harness/zkensemble"
+)
+
+// Name is the system's registered name.
+const Name = "zookeeper"
+
+func init() { lab.RegisterSystem(System{}) }
+
+// Topology is a ZooKeeper ensemble and its zoo.cfg settings.
+type Topology struct {
+	// Servers is the number of ensemble members, 1 to 7.
+	Servers int `yaml:"servers" json:"servers"`
+	// TickMS is zoo.cfg's tickTime in milliseconds.
+	TickMS int `yaml:"tick_ms" json:"tick_ms"`
+	// InitLimit is zoo.cfg's initLimit, in ticks.
+	InitLimit int `yaml:"init_limit" json:"init_limit"`
+	// SyncLimit is zoo.cfg's syncLimit, in ticks.
+	SyncLimit int `yaml:"sync_limit" json:"sync_limit"`
+	// HeapMB is the JVM -Xmx of each server, in MiB.
+	HeapMB int `yaml:"heap_mb" json:"heap_mb"`
+	// Image is the servers' image on the docker placement (default: the
+	// official image, else the local equivalent).
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// CPUQuota holds each server to this many cores once the tree is
+	// seeded (0 = no limit). It keeps the ratio of client demand to server
+	// capacity of a fleet of hundreds of clients when a dozen stand in.
+	CPUQuota float64 `yaml:"cpu_quota" json:"cpu_quota"`
+	// MaxClientCnxns is zoo.cfg's per-IP connection limit (0 = unlimited).
+	MaxClientCnxns int `yaml:"max_client_cnxns" json:"max_client_cnxns"`
+}
+
+// Check validates the topology.
+func (t *Topology) Check() []lab.Problem {
+	var c lab.Checks
+	c.Need(t.Servers >= 1 && t.Servers <= 7, "servers", "want 1 to 7, got %d", t.Servers)
+	c.Need(t.TickMS >= 100, "tick_ms", "want at least 100, got %d", t.TickMS)
+	c.Need(t.InitLimit >= 1, "init_limit", "want at least 1, got %d", t.InitLimit)
+	c.Need(t.SyncLimit >= 1, "sync_limit", "want at least 1, got %d", t.SyncLimit)
+	c.Need(t.HeapMB >= 32, "heap_mb", "want at least 32, got %d", t.HeapMB)
+	c.Need(t.CPUQuota >= 0, "cpu_quota", "want >= 0")
+	c.Need(t.MaxClientCnxns >= 0, "max_client_cnxns", "want >= 0")
+	return c
+}
+
+// Images: the servers' image.
+func (t *Topology) Images() []lab.ImageNeed {
+	return []lab.ImageNeed{{Name: Name, Ref: t.Image, Defaults: []string{"zookeeper:3.8", images.ZooKeeperRef}}}
+}
+
+// Facts describe the ensemble in a report.
+func (t *Topology) Facts() []lab.Fact {
+	cpu := "no limit"
+	if t.CPUQuota > 0 {
+		cpu = strconv.FormatFloat(t.CPUQuota, 'g', -1, 64) + " cores per server once seeded"
+	}
+	return []lab.Fact{
+		{Name: "Ensemble", Value: fmt.Sprintf("%d ZooKeeper servers, tickTime %d ms, initLimit %d, syncLimit %d", t.Servers, t.TickMS, t.InitLimit, t.SyncLimit)},
+		{Name: "Server CPU", Value: cpu},
+	}
+}
+
+// System is ZooKeeper.
+type System struct{}
+
+func (System) Name() string { return Name }
+
+func (System) NewTopology() lab.Settings {
+	return &Topology{Servers: 3, TickMS: 2000, InitLimit: 10, SyncLimit: 5, HeapMB: 256}
+}
+
+func (System) Roles() []string {
+	return []string{lab.RoleLeader, lab.RoleFollower, lab.RoleObserver}
+}
+
+func (System) SampleEvery() time.Duration { return 100 * time.Millisecond }
+
+// Prepare installs Debian's ZooKeeper for local processes.
+func (System) Prepare(ctx context.Context, p lab.Placement, log *slog.Logger) error {
+	lp, ok := p.(*local.Placement)
+	if !ok {
+		return nil
+	}
+	if err := zkensemble.EnsureInstalled(ctx, log); err != nil {
+		return err
+	}
+	if v, err := javaVersion(ctx); err == nil {
+		lp.SetVersion("java", v)
+	}
+	return nil
+}
+
+func (System) Probe(placement string) (lab.Member, error) {
+	switch placement {
+	case local.Name:
+		return &localMember{Member: &zkensemble.Member{Name: "probe"}}, nil
+	case container.Name:
+		return &dockerMember{Member: &dockerzk.Member{}}, nil
+	}
+	return nil, fmt.Errorf("zookeeper runs on local or docker, not %s", placement)
+}
+
+// Start starts the ensemble on the variant's site.
+func (System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.Cluster, error) {
+	t := topo.(*Topology)
+	switch site := env.Site.(type) {
+	case *local.Site:
+		return startLocal(ctx, env, site, t)
+	case *container.Site:
+		return startDocker(ctx, env, site, t)
+	}
+	return nil, fmt.Errorf("start zookeeper: no way to run on %s", env.Site.Placement().Name())
+}
+
+func (System) Series() []lab.SeriesDef {
+	return []lab.SeriesDef{
+		{Name: "server.outstanding_requests", Title: "Outstanding requests at each server (mntr)", Unit: "requests"},
+		{Name: "server.avg_latency_ms", Title: "Average request latency at each server (ms)", Unit: "ms"},
+		{Name: "server.connections", Title: "Alive client connections per server", Unit: "connections"},
+	}
+}
+
+func (System) Metrics() []lab.MetricDef {
+	return []lab.MetricDef{
+		{Name: "servers.outstanding_requests.max", Unit: "requests", Doc: "peak of zk_outstanding_requests over every server and sample (mntr)",
+			Reducer: &lab.Reducer{Series: "server.outstanding_requests", Reduce: "max"}},
+		{Name: "servers.outstanding_requests.max_from_fault", Unit: "requests", Doc: "peak of zk_outstanding_requests over every server from the start of the first fault to the end of the run",
+			Reducer: &lab.Reducer{Series: "server.outstanding_requests", Reduce: "max", Window: "from-fault"}},
+		{Name: "servers.avg_latency_ms.max", Unit: "ms", Doc: "peak of zk_avg_latency over every server and sample (mntr)",
+			Reducer: &lab.Reducer{Series: "server.avg_latency_ms", Reduce: "max"}},
+	}
+}
+
+// zkMember is what both placements' members give.
+type zkMember interface {
+	lab.Member
+	Mntr(ctx context.Context) (map[string]string, error)
+	Version(ctx context.Context) (string, error)
+}
+
+// sample reads one member's mntr with a deadline (a paused server does not
+// answer: a gap, not a figure).
+func sample(ctx context.Context, m zkMember, clock func(time.Time) float64) lab.MemberSample {
+	at := time.Now()
+	s := lab.MemberSample{T: clock(at), Member: m.Name()}
+	if !m.Running() || m.Paused() {
+		return s
+	}
+	mctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+	kv, err := m.Mntr(mctx)
+	cancel()
+	if err != nil {
+		return s
+	}
+	s.OK, s.Role = true, kv["zk_server_state"]
+	s.Values = map[string]float64{
+		"server.outstanding_requests": num(kv["zk_outstanding_requests"]),
+		"server.avg_latency_ms":       num(kv["zk_avg_latency"]),
+		"server.connections":          num(kv["zk_num_alive_connections"]),
+	}
+	return s
+}
+
+func num(s string) float64 {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// cleanVersion drops the placeholder Debian's build leaves in zk_version.
+func cleanVersion(v string) string { return strings.TrimSuffix(v, "-${mvngit.commit.id}") }

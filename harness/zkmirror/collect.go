@@ -1,0 +1,122 @@
+package zkmirror
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// Collect turns the clients' samples into series, the computed metrics and
+// a summary per client.
+func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
+	wlog := w.writer.Log()
+	var ooms, deaths int
+	var requests, reconnects, refreshes float64
+	lastStale, neverFresh := math.Inf(-1), false
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, s := range w.last { // incarnations stopped at the end of the run
+		w.finals[key[0]] = append(w.finals[key[0]], s)
+	}
+	w.last = map[[2]int]Sample{}
+	for i := range w.s.Clients {
+		cs := append([]sample(nil), w.samples[i]...)
+		sort.SliceStable(cs, func(a, b int) bool { return cs[a].t < cs[b].t })
+		var sum lab.Instance
+		for _, f := range w.finals[i] {
+			requests += float64(f.Completed)
+			reconnects += float64(f.Reconnects)
+			refreshes += float64(f.Refreshes)
+		}
+		cLastStale, lastIsStale := w.clientSeries(r, w.group.ID(i), cs, wlog)
+		sum = w.group.Summary(i, func(in *lab.Instance) {
+			in.Requests, in.Reconnect = 0, 0
+			for _, f := range w.finals[i] {
+				in.Requests += f.Completed
+				in.Reconnect += f.Reconnects
+			}
+			for _, s := range cs {
+				in.PeakRSSMB = max(in.PeakRSSMB, float64(s.s.RSSBytes)/(1<<20))
+			}
+		})
+		r.Clients = append(r.Clients, sum)
+		ooms += sum.OOMKills
+		deaths += len(sum.Exits)
+		// A death is a stale moment, and a client that is dead at the end
+		// of the run never became fresh again.
+		for _, e := range sum.Exits {
+			cLastStale = max(cLastStale, e.T)
+			if len(cs) == 0 || e.T >= cs[len(cs)-1].t {
+				lastIsStale = true
+			}
+		}
+		if len(cs) == 0 || lastIsStale || cs[len(cs)-1].t < tl.End-5 {
+			neverFresh = true
+		}
+		lastStale = max(lastStale, cLastStale)
+	}
+	r.SetMetric("clients.oom_kills", float64(ooms))
+	r.SetMetric("clients.deaths", float64(deaths))
+	r.SetMetric("clients.requests.total", requests)
+	r.SetMetric("clients.reconnects.total", reconnects)
+	r.SetMetric("clients.refreshes.total", refreshes)
+	if end := tl.FaultEnd(); !math.IsNaN(end) {
+		fresh := math.Inf(1)
+		if !neverFresh {
+			fresh = max(0, lastStale-end)
+		}
+		r.SetMetric("clients.fresh_after_fault_s", fresh)
+	}
+	w.setLimit(r, w.limit)
+}
+
+// clientSeries adds one client's series (counters summed over its
+// incarnations) and returns when it was last stale and whether its last
+// sample is.
+func (w *workload) clientSeries(r *lab.Result, id string, cs []sample, wlog []Write) (lastStale float64, lastIsStale bool) {
+	fresh := w.s.FreshWithin.D().Seconds()
+	var base, last Sample
+	prevInc := 0
+	lastStale, lastIsStale = math.Inf(-1), true
+	for _, s := range cs {
+		if s.inc != prevInc {
+			base.Reconnects += last.Reconnects
+			base.Completed += last.Completed
+			prevInc = s.inc
+		}
+		last = s.s
+		st := Staleness(wlog, s.s.NextSeq, time.UnixMilli(s.s.UnixMS)).Seconds()
+		connected := 0.0
+		if s.s.State == "has-session" {
+			connected = 1
+		}
+		r.Add("client.pending", id, "requests", s.t, float64(s.s.InFlight+s.s.Queued))
+		r.Add("client.rss_mb", id, "MiB", s.t, float64(s.s.RSSBytes)/(1<<20))
+		r.Add("client.stale_s", id, "s", s.t, st)
+		r.Add("client.reconnects", id, "reconnects", s.t, float64(base.Reconnects+s.s.Reconnects))
+		r.Add("client.connected", id, "0/1", s.t, connected)
+		r.Add("client.completed", id, "requests", s.t, float64(base.Completed+s.s.Completed))
+		lastIsStale = st > fresh
+		if lastIsStale {
+			lastStale = s.t
+		}
+	}
+	return lastStale, lastIsStale
+}
+
+// setLimit draws the memory limit as it was enforced (a container's also
+// holds its executable's page cache).
+func (w *workload) setLimit(r *lab.Result, enforced float64) {
+	if w.s.MemoryLimitMB == 0 {
+		return
+	}
+	mb := float64(w.s.MemoryLimitMB)
+	label := "memory limit " + lab.FormatMB(mb)
+	if e := enforced / (1 << 20); e > mb {
+		label += " (+" + lab.FormatMB(e-mb) + " of page cache charged to each container)"
+		mb = e
+	}
+	r.SetLimit("client.rss_mb", mb, label)
+}

@@ -1,0 +1,166 @@
+package zkmirror
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// KindName is the workload kind: N mirror clients, a seeded tree and a
+// writer (IL-0587's proxies).
+const KindName = "zk-tree-mirror"
+
+func init() {
+	lab.RegisterKind(kind{})
+	lab.RegisterAgent(lab.Agent{Name: KindName, Doc: "mirror a ZooKeeper subtree and print one JSON sample per interval", Run: runAgent})
+}
+
+// Settings are a zk-tree-mirror workload's, each declared once here with
+// its default in NewSettings.
+type Settings struct {
+	// Clients is the number of client processes.
+	Clients int `yaml:"clients" json:"clients"`
+	// StartSpread spreads the clients' starts evenly over this span of the
+	// warm-up, as a fleet comes up one instance at a time.
+	StartSpread lab.Duration `yaml:"start_spread" json:"start_spread"`
+	Client      `yaml:",inline"`
+	// Tree is the subtree the harness seeds and every client mirrors.
+	Tree Tree `yaml:"tree" json:"tree"`
+	// MemoryLimitMB is the kernel-enforced memory limit of each client (0 = none).
+	MemoryLimitMB int `yaml:"memory_limit_mb" json:"memory_limit_mb"`
+	// Restart restarts a client that died, after RestartDelay, as a
+	// supervisor (Kubernetes) would.
+	Restart bool `yaml:"restart" json:"restart"`
+	// RestartDelay is how long a dead client stays down before it is restarted.
+	RestartDelay lab.Duration `yaml:"restart_delay" json:"restart_delay"`
+	// Writer changes znodes at a steady rate so that staleness is measurable.
+	Writer WriterSettings `yaml:"writer" json:"writer"`
+	// FreshWithin is the staleness under which a mirror counts as fresh.
+	FreshWithin lab.Duration `yaml:"fresh_within" json:"fresh_within"`
+}
+
+// WriterSettings are the background writer's.
+type WriterSettings struct {
+	// RatePerSec is the number of znode updates per second.
+	RatePerSec float64 `yaml:"rate_per_sec" json:"rate_per_sec"`
+	// Share is the fraction of leaf znodes that receive updates (round robin).
+	Share float64 `yaml:"share" json:"share"`
+}
+
+// NewSettings are the defaults.
+func NewSettings() *Settings {
+	return &Settings{
+		Clients: 4,
+		Client: Client{Strategy: Paced, Window: 8, Retries: 3, RetryBase: lab.Duration(time.Second),
+			SessionTimeout: lab.Duration(10 * time.Second), ReportInterval: lab.Duration(time.Second)},
+		Tree:         Tree{Root: "/chaoslab/tree", Fanout: []int{10, 10}, DataBytes: 1024},
+		RestartDelay: lab.Duration(5 * time.Second),
+		Writer:       WriterSettings{RatePerSec: 10, Share: 0.02},
+		FreshWithin:  lab.Duration(2 * time.Second),
+	}
+}
+
+// Check validates the settings.
+func (s *Settings) Check() []lab.Problem {
+	var c lab.Checks
+	c.Need(s.Clients >= 1, "clients", "want at least 1")
+	c = append(c, s.Client.Check()...)
+	c.Need(strings.HasPrefix(s.Tree.Root, "/") && len(s.Tree.Root) > 1, "tree.path", "want an absolute znode path below /")
+	c.Need(len(s.Tree.Fanout) > 0, "tree.fanout", "want at least one level")
+	for i, n := range s.Tree.Fanout {
+		c.Need(n >= 1, fmt.Sprintf("tree.fanout[%d]", i), "want at least 1")
+	}
+	c.Need(s.Tree.Nodes() <= 200000, "tree.fanout", "%d znodes is more than the harness seeds (200000)", s.Tree.Nodes())
+	c.Need(s.Tree.DataBytes >= 0, "tree.data_bytes", "want >= 0")
+	c.Need(s.Writer.Share >= 0 && s.Writer.Share <= 1, "writer.share", "want 0 to 1")
+	c.Need(s.Writer.RatePerSec >= 0, "writer.rate_per_sec", "want >= 0")
+	c.Need(s.MemoryLimitMB >= 0, "memory_limit_mb", "want >= 0")
+	c.Need(s.FreshWithin.D() > 0, "fresh_within", "want > 0")
+	return c
+}
+
+// Images: chaoslab's own client image.
+func (s *Settings) Images() []lab.ImageNeed { return []lab.ImageNeed{{Name: lab.AgentImage}} }
+
+// Facts describe the workload in a report.
+func (s *Settings) Facts() []lab.Fact {
+	window := strconv.Itoa(s.Window) + " requests in flight per client"
+	if s.Strategy == FullRefresh {
+		window = "none (full-refresh has no window)"
+	}
+	f := make([]string, len(s.Tree.Fanout))
+	for i, x := range s.Tree.Fanout {
+		f[i] = strconv.Itoa(x)
+	}
+	tree := fmt.Sprintf("%d znodes under %s (fan-out %s, %d B each)", s.Tree.Nodes(), s.Tree.Root, strings.Join(f, "×"), s.Tree.DataBytes)
+	mem := "none"
+	if s.MemoryLimitMB > 0 {
+		mem = fmt.Sprintf("%d MiB per client (kernel-enforced)", s.MemoryLimitMB)
+	}
+	restart := "no"
+	if s.Restart {
+		restart = "yes, after " + s.RestartDelay.String()
+	}
+	return []lab.Fact{
+		{Name: "Kind", Value: KindName}, {Name: "Strategy", Value: s.Strategy}, {Name: "Window", Value: window},
+		{Name: "Clients", Value: strconv.Itoa(s.Clients)}, {Name: "Tree nodes", Value: tree}, {Name: "Memory limit", Value: mem},
+		{Name: "Session timeout", Value: s.SessionTimeout.String()}, {Name: "Restart on exit", Value: restart},
+		{Name: "Writer", Value: fmt.Sprintf("%g writes/s to %g%% of the leaves", s.Writer.RatePerSec, s.Writer.Share*100)},
+	}
+}
+
+// kind is zk-tree-mirror.
+type kind struct{}
+
+func (kind) Name() string              { return KindName }
+func (kind) Systems() []string         { return []string{"zookeeper"} }
+func (kind) NewSettings() lab.Settings { return NewSettings() }
+func (kind) Groups() []string          { return []string{"clients"} }
+func (kind) Probe(string) lab.Target   { return &clientTarget{} }
+func (kind) Noun() (string, string)    { return "client", "clients" }
+
+func (kind) Series() []lab.SeriesDef {
+	return []lab.SeriesDef{
+		{Name: "client.pending", Title: "Requests in flight + queued per client", Unit: "requests"},
+		{Name: "client.rss_mb", Title: "Client RSS (MiB), against the memory limit", Unit: "MiB", Marks: []string{"oom-kill"}},
+		{Name: "client.stale_s", Title: "Mirror staleness (s)", Unit: "s"},
+		{Name: "client.reconnects", Title: "Reconnects per client (cumulative)", Unit: "reconnects"},
+		{Name: "client.connected", Title: "Clients with a session", Unit: "0/1"},
+		{Name: "client.completed", Title: "Requests completed per client (cumulative)", Unit: "requests"},
+	}
+}
+
+func (kind) Metrics() []lab.MetricDef {
+	max := func(series, window string) *lab.Reducer {
+		return &lab.Reducer{Series: series, Reduce: "max", Window: window}
+	}
+	return []lab.MetricDef{
+		{Name: "clients.oom_kills", Unit: "processes", Doc: "client processes killed by the kernel's OOM killer (cgroup counters, kernel log, or the engine's state)"},
+		{Name: "clients.deaths", Unit: "processes", Doc: "client processes that exited before the end of the run, for any reason"},
+		{Name: "clients.rss_mb.max", Unit: "MiB", Doc: "peak resident memory of any client process", Reducer: max("client.rss_mb", "")},
+		{Name: "clients.pending.max", Unit: "requests", Doc: "peak of requests in flight plus queued in any one client", Reducer: max("client.pending", "")},
+		{Name: "clients.pending.max_from_fault", Unit: "requests", Doc: "peak of requests in flight plus queued in any one client, from the start of the first fault to the end of the run", Reducer: max("client.pending", "from-fault")},
+		{Name: "clients.requests.total", Unit: "requests", Doc: "requests completed by all clients"},
+		{Name: "clients.reconnects.total", Unit: "reconnections", Doc: "reconnections (a new TCP connection with a session) over all clients"},
+		{Name: "clients.refreshes.total", Unit: "walks", Doc: "full or paced tree walks started over all clients"},
+		{Name: "clients.stale_s.max", Unit: "s", Doc: "peak staleness of any mirror after warm-up", Reducer: max("client.stale_s", "after-warmup")},
+		{Name: "clients.fresh_after_fault_s", Unit: "s", Doc: "seconds from the end of the last fault until every client's mirror is fresh and stays fresh (+Inf when that never happens in the run; a dead client is stale)"},
+	}
+}
+
+// runAgent is `chaoslab agent zk-tree-mirror --config JSON`.
+func runAgent(ctx context.Context, config json.RawMessage, out io.Writer, log *slog.Logger) error {
+	var cfg Config
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		return fmt.Errorf("decode config: %w", err)
+	}
+	cfg.Logger = log.With("client", cfg.ID)
+	return Run(ctx, cfg, out)
+}

@@ -1,0 +1,230 @@
+package zkmirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/chaoslab/chaoslab/harness/instances"
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// sample is one sample of one client incarnation, on the variant's clock.
+type sample struct {
+	t   float64
+	inc int
+	s   Sample
+}
+
+// workload is one variant's mirrors, tree and writer.
+type workload struct {
+	env     *lab.Env
+	cluster lab.Cluster
+	s       *Settings
+	tree    Tree
+	hot     []string
+
+	conn   *zk.Conn
+	writer *Writer
+	group  *instances.Group
+	stop   context.CancelFunc
+	bg     sync.WaitGroup
+
+	mu      sync.Mutex
+	samples [][]sample // per client
+	finals  [][]Sample // per client: the last sample of each ended incarnation
+	last    map[[2]int]Sample
+	// limit is the memory limit last seen enforced on a client (bytes).
+	limit float64
+}
+
+func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, error) {
+	st := s.(*Settings)
+	w := &workload{env: env, cluster: c, s: st, tree: st.Tree, last: map[[2]int]Sample{}}
+	w.hot = HotSet(w.tree, st.Writer.Share, env.Seed)
+	w.samples = make([][]sample, st.Clients)
+	w.finals = make([][]Sample, st.Clients)
+	return w, nil
+}
+
+// Seed writes the tree on a connection of the harness's own.
+func (w *workload) Seed(ctx context.Context) error {
+	conn, _, err := zk.Connect(w.cluster.Endpoints(lab.FromHost), 30*time.Second, zk.WithLogger(quietLogger{w.env.Log}))
+	if err != nil {
+		return fmt.Errorf("connect harness client: %w", err)
+	}
+	w.conn = conn
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := Seed(sctx, conn, w.tree, w.hot, w.env.Log); err != nil {
+		return err
+	}
+	w.env.Event("note", "harness", fmt.Sprintf("seeded %d znodes (%d hot) of %d bytes under %s", w.tree.Nodes(), len(w.hot), w.tree.DataBytes, w.tree.Root))
+	return nil
+}
+
+// Start starts the writer and the clients (spread over start_spread).
+func (w *workload) Start(ctx context.Context) error {
+	ctx, w.stop = context.WithCancel(ctx)
+	w.writer = &Writer{Conn: w.conn, Hot: w.hot, Rate: w.s.Writer.RatePerSec, DataBytes: w.tree.DataBytes}
+	w.bg.Go(func() { w.writer.Run(ctx) })
+	servers := w.cluster.Endpoints(lab.FromSite)
+	seeds := w.env.Rand(1)
+	clientSeeds := make([]uint64, w.s.Clients)
+	for i := range clientSeeds {
+		clientSeeds[i] = seeds.Uint64()
+	}
+	w.group = instances.Start(ctx, instances.Config{
+		Env: w.env, Count: w.s.Clients, Prefix: "client", Role: "client",
+		Spread: w.s.StartSpread.D(), Restart: w.s.Restart, RestartDelay: w.s.RestartDelay.D(),
+		Program: func(i, inc int) lab.Program {
+			cfg := Config{Client: w.s.Client, ID: fmt.Sprintf("client-%02d", i+1), Servers: servers, Root: w.tree.Root,
+				HotCount: len(w.hot), Seed: clientSeeds[i] + uint64(inc)}
+			return lab.Program{Agent: KindName, Config: cfg, Limits: lab.Limits{MemoryMB: w.s.MemoryLimitMB}}
+		},
+		OnLine: w.onLine,
+		OnExit: func(i, inc int, _ lab.Exit) { w.ended(i, inc) },
+	})
+	return nil
+}
+
+// onLine reads a client's JSON sample.
+func (w *workload) onLine(i, inc int, line []byte) {
+	var s Sample
+	if json.Unmarshal(line, &s) != nil {
+		return
+	}
+	enforced := 0.0
+	if p := w.group.Proc(i); p != nil {
+		enforced = float64(p.Stats().MemoryLimitBytes)
+	}
+	w.mu.Lock()
+	if enforced > 0 {
+		w.limit = enforced
+	}
+	defer w.mu.Unlock()
+	w.samples[i] = append(w.samples[i], sample{t: w.env.Clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s})
+	w.last[[2]int{i, inc}] = s
+}
+
+// ended keeps the last sample of an ended incarnation (its totals).
+func (w *workload) ended(i, inc int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.last[[2]int{i, inc}]; ok {
+		w.finals[i] = append(w.finals[i], s)
+		delete(w.last, [2]int{i, inc})
+	}
+}
+
+// Steady counts the clients whose latest sample shows a loaded, fresh mirror.
+func (w *workload) Steady() lab.Steady {
+	wlog := w.writer.Log()
+	st := lab.Steady{Total: w.s.Clients, What: "mirrors fresh"}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, ss := range w.samples {
+		if !w.group.Alive(i) || len(ss) == 0 {
+			continue
+		}
+		s := ss[len(ss)-1].s
+		if s.HotKnown > 0 && Staleness(wlog, s.NextSeq, time.UnixMilli(s.UnixMS)) <= w.s.FreshWithin.D() {
+			st.Ready++
+		}
+	}
+	return st
+}
+
+// Progress: clients alive, OOM kills, requests held, peak RSS.
+func (w *workload) Progress() []slog.Attr {
+	alive, ooms, pending, rss := 0, 0, int64(0), 0.0
+	for i := range w.s.Clients {
+		if w.group.Alive(i) {
+			alive++
+		}
+		ooms += w.group.Summary(i, nil).OOMKills
+	}
+	w.mu.Lock()
+	for _, ss := range w.samples {
+		if n := len(ss); n > 0 {
+			pending += ss[n-1].s.InFlight + ss[n-1].s.Queued
+			rss = max(rss, float64(ss[n-1].s.RSSBytes)/(1<<20))
+		}
+	}
+	w.mu.Unlock()
+	return []slog.Attr{slog.String("clients_alive", fmt.Sprintf("%d/%d", alive, w.s.Clients)), slog.Int("oom_kills", ooms),
+		slog.Int64("client_pending", pending), slog.String("max_rss_mb", fmt.Sprintf("%.0f", rss))}
+}
+
+// Stop ends the clients and the writer.
+func (w *workload) Stop(context.Context) error {
+	if w.stop != nil {
+		w.stop()
+	}
+	if w.group != nil {
+		w.group.Stop()
+	}
+	w.bg.Wait()
+	if w.conn != nil {
+		w.conn.Close()
+	}
+	return nil
+}
+
+// Targets: every client (a fault on clients pauses or kills their processes).
+func (w *workload) Targets(group string) []lab.Target {
+	if group != "clients" || w.group == nil {
+		return nil
+	}
+	out := make([]lab.Target, w.group.Len())
+	for i := range out {
+		out[i] = &clientTarget{g: w.group, i: i}
+	}
+	return out
+}
+
+// clientTarget is one client as a fault sees it.
+type clientTarget struct {
+	g *instances.Group
+	i int
+}
+
+func (c *clientTarget) Name() string {
+	if c.g == nil {
+		return "client"
+	}
+	return c.g.ID(c.i)
+}
+
+func (c *clientTarget) do(f func(lab.Proc) error) error {
+	if c.g == nil {
+		return errors.New("no client")
+	}
+	p := c.g.Proc(c.i)
+	if p == nil {
+		return fmt.Errorf("%s is not running", c.Name())
+	}
+	return f(p)
+}
+
+func (c *clientTarget) Pause() error  { return c.do(lab.Proc.Pause) }
+func (c *clientTarget) Resume() error { return c.do(lab.Proc.Resume) }
+func (c *clientTarget) Kill() error {
+	return c.do(func(p lab.Proc) error { return p.Signal(syscall.SIGKILL) })
+}
+
+// Restart kills the client: its restart policy brings it back.
+func (c *clientTarget) Restart(context.Context) error { return c.Kill() }
+
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Printf(format string, args ...any) {
+	q.l.Debug(fmt.Sprintf(format, args...), "component", "harness-zk-client")
+}
