@@ -7,10 +7,12 @@ import (
 	"image/color"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
@@ -19,28 +21,9 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// seriesSpec names a key series and how its charts are titled.
-type seriesSpec struct {
-	Name  string
-	Title string
-	Unit  string // axis label when the series carry no unit
-}
-
-// keySeries are charted first, in this order; any other series name found
-// in the report follows, with a generic title.
-var keySeries = []seriesSpec{
-	{"fleet.routing_success", "Routing requests answered with a route, share per second", "share"},
-	{"server.threads", "OS threads per front-end server (/proc), against the thread limit", "threads"},
-	{"fleet.servers_routing", "Front-end servers routing (complete shard-map)", "servers"},
-	{"server.routing_success", "Routing success per front-end server, share per second", "share"},
-	{"server.outstanding_requests", "Outstanding requests at each server", "requests"},
-	{"client.pending", "Requests in flight + queued per client", "requests"},
-	{"client.rss_mb", "Client RSS (MiB)", "MiB"},
-	{"client.stale_s", "Mirror staleness (s)", "s"},
-	{"server.avg_latency_ms", "Average request latency at each server (ms)", "ms"},
-	{"server.connections", "Alive client connections per server", "connections"},
-	{"client.reconnects", "Reconnects per client (cumulative)", "reconnects"},
-}
+// seriesSpec names a series and how its charts are titled: the plug-ins
+// declare them (Report.Charts).
+type seriesSpec = lab.SeriesDef
 
 const (
 	// maxLegendLines: above this many lines a chart gets no legend but a
@@ -145,7 +128,7 @@ func chartSpecs(r *Report) []seriesSpec {
 	}
 	var specs []seriesSpec
 	known := map[string]bool{}
-	for _, k := range keySeries {
+	for _, k := range r.Charts {
 		known[k.Name] = true
 		if present[k.Name] {
 			specs = append(specs, k)
@@ -249,7 +232,7 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 			anyLimit = true
 			ymax = math.Max(ymax, lim)
 		}
-		if len(markEvents(v, spec.Name)) > 0 {
+		if len(markEvents(v, spec)) > 0 {
 			anyOOM = true
 		}
 	}
@@ -271,17 +254,11 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 	}
 	if anyLimit {
 		row.Marks = append(row.Marks, "limit")
-		row.LimitLabel = "memory limit"
-		if spec.Name == "server.threads" {
-			row.LimitLabel = "thread limit (pids.max)"
-		}
+		row.LimitLabel = limitLabel(r, spec.Name)
 	}
 	if anyOOM {
 		row.Marks = append(row.Marks, "oom")
-		row.MarkLabel = "OOM kill"
-		if spec.Name == "server.threads" {
-			row.MarkLabel = "server failed at the thread limit"
-		}
+		row.MarkLabel = markLabel(spec)
 	}
 
 	for _, v := range r.Variants {
@@ -311,48 +288,49 @@ func hasSeries(v *VariantResult, name string) bool {
 	return false
 }
 
-// chartLimit is the limit drawn across a chart: the memory limit on the
-// client RSS chart, the thread limit (pids.max) on the threads chart.
+// chartLimit is the limit drawn across a chart, as the plug-in recorded
+// it in this variant (a memory limit, a thread limit).
 func chartLimit(v *VariantResult, series string) (float64, string, bool) {
-	switch series {
-	case "client.rss_mb":
-		if v.MemoryLimitMB() > 0 {
-			return float64(v.MemoryLimitMB()), fmt.Sprintf("memory limit %d MiB", v.MemoryLimitMB()), true
-		}
-	case "server.threads":
-		if l := v.Workload.Fleet.ThreadLimit; l > 0 {
-			return float64(l), fmt.Sprintf("thread limit %d (pids.max)", l), true
-		}
-	}
-	return 0, "", false
+	l, ok := v.Limits[series]
+	return l.Value, l.Label, ok && l.Value > 0
 }
 
-// markEvents are the events crossed on a chart: OOM kills on the RSS
-// chart, thread-limit aborts on the threads chart.
-func markEvents(v *VariantResult, series string) []Event {
-	switch series {
-	case "client.rss_mb":
-		return oomEvents(v)
-	case "server.threads":
-		var out []Event
-		for _, e := range v.Events {
-			if e.Kind == "thread-limit" {
-				out = append(out, e)
+// limitLabel names a row's limit line for the legend.
+func limitLabel(r *Report, series string) string {
+	for _, v := range r.Variants {
+		if _, label, ok := chartLimit(v, series); ok {
+			if i := strings.Index(label, " ("); i > 0 {
+				return label[:i]
 			}
+			return label
 		}
-		return out
 	}
-	return nil
+	return "limit"
 }
 
-func oomEvents(v *VariantResult) []Event {
+// markEvents are the events crossed on a chart: the kinds its series
+// declares (OOM kills on the RSS chart, thread-limit aborts on threads).
+func markEvents(v *VariantResult, spec seriesSpec) []Event {
 	var out []Event
 	for _, e := range v.Events {
-		if e.Kind == "oom-kill" && finite(e.T) {
+		if slices.Contains(spec.Marks, e.Kind) && finite(e.T) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// markLabel names what a cross is, for the legend.
+func markLabel(spec seriesSpec) string {
+	var labels []string
+	for _, k := range spec.Marks {
+		if l, ok := notableKinds[k]; ok {
+			labels = append(labels, l)
+		} else {
+			labels = append(labels, k)
+		}
+	}
+	return strings.Join(labels, ", ")
 }
 
 // sourceKind says what the lines are: "client", "server" or "source".
@@ -463,7 +441,7 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 	if hasLimit {
 		p.Add(&hLine{y: lim, label: limLabel, style: p.X.Tick.Label})
 	}
-	if marks := markEvents(v, spec.Name); len(marks) > 0 {
+	if marks := markEvents(v, spec); len(marks) > 0 {
 		var xs, ys []float64
 		for _, e := range marks {
 			y, ok := valueAt(v, spec.Name, e.Source, e.T)

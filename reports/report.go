@@ -17,7 +17,7 @@ import (
 )
 
 // SchemaVersion identifies the report.json format.
-const SchemaVersion = "chaoslab.report/v1"
+const SchemaVersion = "chaoslab.report/v2"
 
 // Report is everything one run measured and decided.
 type Report struct {
@@ -36,7 +36,12 @@ type Report struct {
 	Host       Host   `json:"host"`
 	// Versions of every server, client library and tool involved.
 	Versions map[string]string `json:"versions"`
-	Variants []*VariantResult  `json:"variants"`
+	// Charts are the series the plug-ins declared, in the order and with
+	// the titles the report charts them.
+	Charts []lab.SeriesDef `json:"charts,omitempty"`
+	// MetricDocs say what each metric the scenario names measures.
+	MetricDocs map[string]string `json:"metric_docs,omitempty"`
+	Variants   []*VariantResult  `json:"variants"`
 	// Comparisons across variants (e.g. vulnerable peak >= 10x mitigated).
 	Comparisons []verdict.Check `json:"comparisons,omitempty"`
 	// Evidence rows: what the incident says next to what each variant measured.
@@ -85,44 +90,38 @@ type VariantResult struct {
 	Name        string    `json:"name"`
 	Description string    `json:"description"`
 	StartedAt   time.Time `json:"started_at"`
-	// Workload is the effective workload (scenario workload + overrides).
-	Workload scenarios.Workload `json:"workload"`
-	// ClientLimitMB is the memory limit as enforced on each client when it
-	// differs from Workload.MemoryLimitMB (a container's limit also holds
-	// the page cache of its executable); ClientLimitNote says why.
-	ClientLimitMB int `json:"client_limit_mb,omitempty"`
+	// Workload is the effective workload ({"kind", "settings"}: the
+	// kind's defaults, the scenario's workload, the variant's overrides);
+	// Topology the effective topology of the system.
+	Workload json.RawMessage `json:"workload,omitempty"`
+	Topology json.RawMessage `json:"topology,omitempty"`
+	// Facts say what the topology and workload mean, as a person reads them.
+	Facts []lab.Fact `json:"facts,omitempty"`
+	// Noun names one instance of the workload and several ("client").
+	Noun [2]string `json:"noun"`
 	// Parameters are a simulated variant's model parameters, in order
-	// (`chaoslab sim`; a harness run has its Workload instead).
-	Parameters      []Parameter     `json:"parameters,omitempty"`
-	ClientLimitNote string          `json:"client_limit_note,omitempty"`
-	Expect          verdict.Verdict `json:"expect"`
-	Verdict         verdict.Verdict `json:"verdict"`
-	Reason          string          `json:"reason"`
+	// (`chaoslab sim`; a harness run has its Facts instead).
+	Parameters []Parameter     `json:"parameters,omitempty"`
+	Expect     verdict.Verdict `json:"expect"`
+	Verdict    verdict.Verdict `json:"verdict"`
+	Reason     string          `json:"reason"`
 	// LabError is set when the lab itself failed during the variant (a
 	// server did not start, a fault could not be injected): the variant is
 	// inconclusive whatever its measurements say.
 	LabError string `json:"lab_error,omitempty"`
 	// Faults are the injected fault windows, in seconds from StartedAt.
 	Faults []FaultWindow `json:"faults"`
-	// Events are point events (client exits, OOM kills, health checks,
-	// leader changes), in seconds from StartedAt.
-	Events []Event `json:"events"`
-	// Series are the sampled measurements, on the same clock.
-	Series []*Series `json:"series"`
-	// Metrics are the figures derived from the series, by metric name.
-	Metrics map[string]verdict.Float `json:"metrics"`
+	// Result holds the events, series, metrics, instances and limits the
+	// plug-ins recorded.
+	lab.Result
 	// Hypotheses as judged against Metrics.
 	Hypotheses []verdict.Check `json:"hypotheses"`
-	Clients    []ClientSummary `json:"clients"`
 	// LogDir holds the servers' and clients' logs, relative to the report.
 	LogDir string `json:"log_dir"`
 }
 
-// Parameter is one model parameter of a simulated variant.
-type Parameter struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+// Parameter is one model parameter of a simulated variant (a lab.Fact).
+type Parameter = lab.Fact
 
 // FaultWindow is lab.FaultWindow.
 type FaultWindow = lab.FaultWindow
@@ -157,18 +156,6 @@ func (r *Report) Variant(name string) *VariantResult {
 		}
 	}
 	return nil
-}
-
-// Series returns the named series of a source, creating it when absent.
-func (v *VariantResult) SeriesFor(name, source, unit string) *Series {
-	for _, s := range v.Series {
-		if s.Name == name && s.Source == source {
-			return s
-		}
-	}
-	s := &Series{Name: name, Source: source, Unit: unit}
-	v.Series = append(v.Series, s)
-	return s
 }
 
 // Save writes report.json into dir.
@@ -275,14 +262,6 @@ func (r *Report) Recheck(s *scenarios.Scenario) (verdict.Verdict, string, error)
 	return r.Verdict, r.Reason, nil
 }
 
-// MemoryLimitMB is the memory limit each client ran under (0 = none).
-func (v *VariantResult) MemoryLimitMB() int {
-	if v.ClientLimitMB > 0 {
-		return v.ClientLimitMB
-	}
-	return v.Workload.MemoryLimitMB
-}
-
 // recheckStored judges a simulated run's metrics again against the
 // hypotheses stored with each variant (a model's hypotheses are not a
 // scenario file's); the comparisons are kept as they were judged.
@@ -309,4 +288,34 @@ func (r *Report) recheckStored() (verdict.Verdict, string, error) {
 	}
 	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
 	return r.Verdict, r.Reason, nil
+}
+
+// DecodeWorkload decodes the variant's effective workload settings into
+// into (a kind's settings value) and returns the kind.
+func (v *VariantResult) DecodeWorkload(into any) (string, error) {
+	var w struct {
+		Kind     string          `json:"kind"`
+		Settings json.RawMessage `json:"settings"`
+	}
+	if len(v.Workload) == 0 {
+		return "", fmt.Errorf("variant %s: no workload recorded", v.Name)
+	}
+	if err := json.Unmarshal(v.Workload, &w); err != nil {
+		return "", fmt.Errorf("variant %s: decode workload: %w", v.Name, err)
+	}
+	if err := json.Unmarshal(w.Settings, into); err != nil {
+		return w.Kind, fmt.Errorf("variant %s: decode %s settings: %w", v.Name, w.Kind, err)
+	}
+	return w.Kind, nil
+}
+
+// DecodeTopology decodes the variant's effective topology into into.
+func (v *VariantResult) DecodeTopology(into any) error {
+	if len(v.Topology) == 0 {
+		return fmt.Errorf("variant %s: no topology recorded", v.Name)
+	}
+	if err := json.Unmarshal(v.Topology, into); err != nil {
+		return fmt.Errorf("variant %s: decode topology: %w", v.Name, err)
+	}
+	return nil
 }

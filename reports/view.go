@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -189,7 +189,7 @@ func newView(r *Report) *view {
 		if vr == nil {
 			continue
 		}
-		vv := newVariantView(vr)
+		vv := newVariantView(vr, r.MetricDocs)
 		v.Variants = append(v.Variants, vv)
 		v.Glance = append(v.Glance, glanceRow{Variant: vv.Name, Expect: vv.Expect, Verdict: vv.Verdict, Class: vv.Class, AsExpected: vv.AsExpected, Reason: vv.Reason})
 		v.EvidenceCol = append(v.EvidenceCol, vr.Name)
@@ -198,7 +198,7 @@ func newView(r *Report) *view {
 		}
 	}
 	for _, c := range r.Comparisons {
-		v.Comparisons = append(v.Comparisons, newCheckRow(c))
+		v.Comparisons = append(v.Comparisons, newCheckRow(c, r.MetricDocs))
 	}
 	for _, e := range r.Evidence {
 		row := evidenceRow{Incident: strings.TrimSpace(e.Incident), Metric: e.Metric}
@@ -225,7 +225,7 @@ func newView(r *Report) *view {
 	return v
 }
 
-func newVariantView(vr *VariantResult) variantView {
+func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 	vv := variantView{
 		Name:        vr.Name,
 		Description: strings.TrimSpace(vr.Description),
@@ -235,15 +235,12 @@ func newVariantView(vr *VariantResult) variantView {
 		Expect:      orDash(string(vr.Expect)),
 		Reason:      vr.Reason,
 		LogDir:      vr.LogDir,
-		Workload:    workloadFacts(vr.Workload, vr.ClientLimitNote),
+		Workload:    factRows(vr.Facts),
 	}
-	vv.WorkloadTitle = "Effective workload"
+	vv.WorkloadTitle = "Effective settings"
 	if len(vr.Parameters) > 0 {
 		vv.WorkloadTitle, vv.Simulated = "Model parameters", true
-		vv.Workload = nil
-		for _, p := range vr.Parameters {
-			vv.Workload = append(vv.Workload, kv{p.Name, p.Value})
-		}
+		vv.Workload = factRows(vr.Parameters)
 	}
 	vv.AsExpected = "no"
 	if vr.Expect == "" {
@@ -252,7 +249,7 @@ func newVariantView(vr *VariantResult) variantView {
 		vv.AsExpected = "yes"
 	}
 	for _, c := range vr.Hypotheses {
-		vv.Hypotheses = append(vv.Hypotheses, newCheckRow(c))
+		vv.Hypotheses = append(vv.Hypotheses, newCheckRow(c, docs))
 	}
 	for _, f := range vr.Faults {
 		vv.Faults = append(vv.Faults, faultRow{
@@ -273,9 +270,9 @@ func newVariantView(vr *VariantResult) variantView {
 		}
 		vv.Events = append(vv.Events, eventRow{T: fmtSeconds(e.T), Kind: label, Source: e.Source, Detail: e.Detail})
 	}
-	vv.Who, vv.WhoAll = "Client", "Clients"
-	if vr.Workload.Kind == "kinesis-frontend" {
-		vv.Who, vv.WhoAll = "Server", "Front-end servers"
+	vv.Who, vv.WhoAll = capital(vr.Noun[0]), capital(vr.Noun[1])
+	if vv.Who == "" {
+		vv.Who, vv.WhoAll = "Client", "Clients"
 	}
 	for _, c := range vr.Clients {
 		vv.Clients = append(vv.Clients, clientRow{
@@ -292,69 +289,27 @@ func newVariantView(vr *VariantResult) variantView {
 	return vv
 }
 
-func workloadFacts(w scenarios.Workload, limitNote string) []kv {
-	if w.Kind == "kinesis-frontend" {
-		return fleetFacts(w)
-	}
-	strategy := orDash(w.Strategy)
-	window := "—"
-	if w.Window > 0 {
-		window = strconv.Itoa(w.Window) + " requests in flight per client"
-	} else if w.Strategy == "full-refresh" {
-		window = "none (full-refresh has no window)"
-	}
-	tree := fmt.Sprintf("%d znodes", w.Tree.Nodes())
-	if w.Tree.Path != "" {
-		tree += " under " + w.Tree.Path
-	}
-	if len(w.Tree.Fanout) > 0 {
-		f := make([]string, len(w.Tree.Fanout))
-		for i, x := range w.Tree.Fanout {
-			f[i] = strconv.Itoa(x)
-		}
-		tree += " (fan-out " + strings.Join(f, "×")
-		if w.Tree.DataBytes > 0 {
-			tree += fmt.Sprintf(", %d B each", w.Tree.DataBytes)
-		}
-		tree += ")"
-	}
-	mem := "none"
-	if w.MemoryLimitMB > 0 {
-		mem = fmt.Sprintf("%d MiB per client (kernel-enforced)", w.MemoryLimitMB)
-		if limitNote != "" {
-			mem += "; " + limitNote
-		}
-	}
-	restart := "no"
-	if w.Restart {
-		restart = "yes, after " + w.RestartDelay.String()
-	}
-	out := []kv{
-		{"Strategy", strategy},
-		{"Window", window},
-		{"Clients", strconv.Itoa(w.Clients)},
-		{"Tree nodes", tree},
-		{"Memory limit", mem},
-	}
-	if w.Kind != "" {
-		out = append([]kv{{"Kind", w.Kind}}, out...)
-	}
-	if w.SessionTimeout > 0 {
-		out = append(out, kv{"Session timeout", w.SessionTimeout.String()})
-	}
-	out = append(out, kv{"Retries", strconv.Itoa(w.Retries)}, kv{"Restart on exit", restart})
-	if w.Writer.RatePerSec > 0 {
-		out = append(out, kv{"Writer", fmt.Sprintf("%s updates/s over %s%% of the leaves", verdict.FormatValue(w.Writer.RatePerSec), verdict.FormatValue(w.Writer.Share*100))})
+func factRows(fs []lab.Fact) []kv {
+	out := make([]kv, len(fs))
+	for i, f := range fs {
+		out[i] = kv{f.Name, f.Value}
 	}
 	return out
 }
 
-func newCheckRow(c verdict.Check) checkRow {
+func capital(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func newCheckRow(c verdict.Check, docs map[string]string) checkRow {
 	row := checkRow{
 		ID:          c.ID,
 		Description: strings.TrimSpace(c.Description),
 		Metric:      c.Metric,
-		MetricHelp:  scenarios.Metrics[c.Metric],
+		MetricHelp:  docs[c.Metric],
 		Want:        strings.TrimSpace(c.Op + " " + verdict.FormatValue(c.Threshold)),
 		Observed:    verdict.FormatValue(float64(c.Observed)),
 	}
@@ -505,43 +460,4 @@ func paren(s string) string {
 		return ""
 	}
 	return "(" + s + ")"
-}
-
-// fleetFacts describes an IL-0384 front-end fleet.
-func fleetFacts(w scenarios.Workload) []kv {
-	f := w.Fleet
-	threads := "one OS thread per peer (grows with the fleet)"
-	if f.PeerThreads == "pool" {
-		threads = fmt.Sprintf("a pool of %d threads (independent of the fleet's size)", f.PoolThreads)
-	}
-	cells := "one cell: every server peers with every other"
-	if f.CellSize > 0 {
-		cells = fmt.Sprintf("cells of %d servers; a server peers only inside its cell", f.CellSize)
-	}
-	boot := "from peers: every peer sends its full shard-map (the store only when no peer answers)"
-	if f.Bootstrap == "store" {
-		boot = "from the store (etcd); peers send digests"
-	}
-	restart := "every server at once"
-	if f.RestartRate > 0 {
-		restart = fmt.Sprintf("%s servers/s (one every %s s)", verdict.FormatValue(f.RestartRate), verdict.FormatValue(1/f.RestartRate))
-	}
-	cpu := "no limit"
-	if f.CPUQuota > 0 {
-		cpu = verdict.FormatValue(f.CPUQuota) + " cores per server (cgroup quota)"
-	}
-	return []kv{
-		{"Kind", w.Kind},
-		{"Fleet", fmt.Sprintf("%d servers, +%d added by add-capacity (%s%%)", f.Servers, f.Added(), verdict.FormatValue(f.AddFraction*100))},
-		{"Thread limit", fmt.Sprintf("%d per server (cgroup pids.max)", f.ThreadLimit)},
-		{"Peer threads", threads},
-		{"Cells", cells},
-		{"Bootstrap", boot},
-		{"Shard table", fmt.Sprintf("%d shards in etcd", f.Shards)},
-		{"Learning new members", "after a random delay up to " + f.LearnSpread.String()},
-		{"CPU", cpu},
-		{"Health check", fmt.Sprintf("removed after %d failures; shard-map due %s after start", max(f.HealthFailures, 1), f.HealthGrace)},
-		{"Operator restart", restart},
-		{"Load", fmt.Sprintf("%s routing requests/s over the fleet, at most %d in flight", verdict.FormatValue(f.RequestRate), w.Clients)},
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,70 +152,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		return nil, Errors{{File: file, Line: yamlErrLine(err), Msg: err.Error()}}
 	}
 	s.Source = file
-	// Variant workloads are partial workloads: check their fields too.
-	for name, v := range s.Variants {
-		if v.Workload.Kind != 0 {
-			c.walk(&v.Workload, reflect.TypeOf(Workload{}), "variants."+name+".workload")
-		}
-	}
-	if len(c.errs) == 0 {
-		c.validate(&s, root)
-	}
+	c.validate(&s, root)
 	if len(c.errs) > 0 {
 		// Map iteration (variants, expect) has no order: report in file order.
 		sort.SliceStable(c.errs, func(i, j int) bool { return c.errs[i].Line < c.errs[j].Line })
 		return nil, c.errs
 	}
 	return &s, nil
-}
-
-// EffectiveWorkload is the scenario's workload with the variant's overrides.
-func (s *Scenario) EffectiveWorkload(variant string) (Workload, error) {
-	w := s.Workload
-	w.Tree.Fanout = slices.Clone(w.Tree.Fanout)
-	v, ok := s.Variants[variant]
-	if !ok {
-		return w, fmt.Errorf("scenario %s: no variant %q", s.ID, variant)
-	}
-	if v.Workload.Kind != 0 {
-		if err := v.Workload.Decode(&w); err != nil {
-			return w, fmt.Errorf("scenario %s: variant %s: %w", s.ID, variant, err)
-		}
-	}
-	return w, nil
-}
-
-// VariantNames returns the variant names, vulnerable first, mitigated next.
-func (s *Scenario) VariantNames() []string {
-	var names []string
-	for n := range s.Variants {
-		names = append(names, n)
-	}
-	rank := func(n string) int {
-		switch n {
-		case "vulnerable":
-			return 0
-		case "mitigated":
-			return 1
-		}
-		return 2
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if rank(names[i]) != rank(names[j]) {
-			return rank(names[i]) < rank(names[j])
-		}
-		return names[i] < names[j]
-	})
-	return names
-}
-
-// Duration of a variant run: warm-up, the faults and the observation window.
-func (s *Scenario) RunLength() time.Duration {
-	var end time.Duration
-	for _, f := range s.Timeline.Faults {
-		end = max(end, f.At.D()+f.Duration.D())
-	}
-	return s.Timeline.Warmup.D() + end + s.Timeline.Observe.D()
 }
 
 type checker struct {
@@ -270,12 +212,8 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 		fields := map[string]reflect.StructField{}
 		var known []string
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
+		for _, f := range yamlFields(t) {
 			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "-" || !f.IsExported() {
-				continue
-			}
 			if name == "" {
 				name = strings.ToLower(f.Name)
 			}
@@ -339,6 +277,25 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 	}
 }
 
+// yamlFields are a struct's fields as YAML keys, with ",inline" embedded
+// structs flattened.
+func yamlFields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			out = append(out, yamlFields(f.Type)...)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // found names what a node holds for an error message.
 func found(n *yaml.Node) string {
 	switch {
@@ -395,165 +352,9 @@ func lookup(root *yaml.Node, path string) *yaml.Node {
 }
 
 var (
-	faultNames   = []string{"pause", "kill-restart", "cpu-throttle", "replace", "disconnect", "add-capacity", "restart-fleet"}
-	fleetFaults  = []string{"add-capacity", "restart-fleet"}
 	verdictNames = []string{"held", "violated"}
 	opNames      = []string{"<", "<=", ">", ">=", "=="}
 )
-
-// RegisterFault lets harness packages add names the loader accepts.
-func RegisterFault(name string) {
-	if !slices.Contains(faultNames, name) {
-		faultNames = append(faultNames, name)
-	}
-}
-
-func (c *checker) validate(s *Scenario, root *yaml.Node) {
-	need := func(ok bool, field, msg string, args ...any) {
-		if !ok {
-			c.add(lookup(root, field), field, msg, args...)
-		}
-	}
-	need(s.ID != "", "id", "required")
-	need(s.Title != "", "title", "required")
-	need(s.Description != "", "description", "required")
-	need(s.Case != "", "case", "required: the id of a case record in seeds/")
-	if s.Case != "" && CaseChecker != nil {
-		if err := CaseChecker(s.Case); err != nil {
-			c.add(lookup(root, "case"), "case", "%v", err)
-		}
-	}
-	need(slices.Contains([]string{"zookeeper", "etcd", "consul"}, s.System), "system", "want zookeeper, etcd or consul, got %q", s.System)
-	if s.System == "zookeeper" {
-		z := s.Topology.ZooKeeper
-		need(z != nil, "topology.zookeeper", "required for system zookeeper")
-		if z != nil {
-			need(z.Servers >= 1 && z.Servers <= 7, "topology.zookeeper.servers", "want 1 to 7, got %d", z.Servers)
-		}
-	}
-	if s.System == "etcd" {
-		e := s.Topology.Etcd
-		need(e != nil, "topology.etcd", "required for system etcd")
-		if e != nil {
-			need(e.Members >= 1 && e.Members <= 7, "topology.etcd.members", "want 1 to 7, got %d", e.Members)
-		}
-	}
-	wantKind := map[string]string{"zookeeper": "zk-tree-mirror", "etcd": "kinesis-frontend"}[s.System]
-	need(wantKind == "" || s.Workload.Kind == wantKind, "workload.kind", "a %s scenario runs %s, got %q", s.System, wantKind, s.Workload.Kind)
-	baseErrs := len(c.errs)
-	c.checkWorkload(s.Workload, "workload", root, need)
-	baseOK := len(c.errs) == baseErrs
-
-	need(s.Timeline.Warmup.D() >= 0, "timeline.warmup", "want >= 0")
-	need(len(s.Timeline.Faults) > 0, "timeline.faults", "want at least one fault")
-	for i, f := range s.Timeline.Faults {
-		p := fmt.Sprintf("timeline.faults[%d]", i)
-		need(slices.Contains(faultNames, f.Fault), p+".fault", "unknown fault %q (known: %s)", f.Fault, strings.Join(faultNames, ", "))
-		if slices.Contains(fleetFaults, f.Fault) {
-			need(f.Target == "fleet", p+".target", "%s acts on the fleet: want target fleet, got %q", f.Fault, f.Target)
-			need(s.Workload.Kind == "kinesis-frontend", p+".fault", "%s needs a kinesis-frontend workload", f.Fault)
-		} else {
-			need(slices.Contains([]string{"leader", "follower", "any"}, f.Target), p+".target", "want leader, follower or any, got %q", f.Target)
-		}
-		need(f.Duration.D() > 0, p+".duration", "want > 0")
-		need(f.At.D() >= 0, p+".at", "want >= 0")
-	}
-
-	need(len(s.Variants) > 0, "variants", "want at least one variant")
-	for name, v := range s.Variants {
-		p := "variants." + name
-		need(v.Description != "", p+".description", "required")
-		ew, err := s.EffectiveWorkload(name)
-		if err != nil {
-			c.add(lookup(root, p+".workload"), p+".workload", "%v", err)
-			continue
-		}
-		if baseOK && v.Workload.Kind != 0 {
-			// The override must leave a valid workload too.
-			c.checkWorkload(ew, p+".workload", root, need)
-		}
-		if ew.Kind != "zk-tree-mirror" {
-			continue
-		}
-		need(slices.Contains([]string{"full-refresh", "paced"}, ew.Strategy), p+".workload.strategy", "want full-refresh or paced (here or in workload), got %q", ew.Strategy)
-		if ew.Strategy == "paced" {
-			need(ew.Window >= 1, p+".workload.window", "paced needs a window >= 1")
-		}
-	}
-	need(len(s.Hypotheses) > 0, "hypotheses", "want at least one hypothesis")
-	ids := map[string]bool{}
-	for i, h := range s.Hypotheses {
-		p := fmt.Sprintf("hypotheses[%d]", i)
-		need(h.ID != "", p+".id", "required")
-		need(!ids[h.ID], p+".id", "repeated id %q", h.ID)
-		ids[h.ID] = true
-		need(h.Description != "", p+".description", "required")
-		need(IsMetric(h.Metric), p+".metric", "unknown metric %q (known: %s)", h.Metric, strings.Join(MetricNames(), ", "))
-		need(slices.Contains(opNames, h.Op), p+".op", "want one of %s, got %q", strings.Join(opNames, " "), h.Op)
-	}
-	for i, cmp := range s.Comparisons {
-		p := fmt.Sprintf("comparisons[%d]", i)
-		need(cmp.ID != "", p+".id", "required")
-		need(IsMetric(cmp.Metric), p+".metric", "unknown metric %q", cmp.Metric)
-		_, okN := s.Variants[cmp.Numerator]
-		_, okD := s.Variants[cmp.Denominator]
-		need(okN, p+".numerator", "no variant %q", cmp.Numerator)
-		need(okD, p+".denominator", "no variant %q", cmp.Denominator)
-		need(slices.Contains(opNames, cmp.Op), p+".op", "want one of %s, got %q", strings.Join(opNames, " "), cmp.Op)
-	}
-	need(len(s.Expect) > 0, "expect", "want an expected verdict per variant")
-	for name, v := range s.Expect {
-		_, ok := s.Variants[name]
-		need(ok, "expect."+name, "no variant %q", name)
-		need(slices.Contains(verdictNames, v), "expect."+name, "want held or violated, got %q", v)
-	}
-	for i, e := range s.Evidence {
-		p := fmt.Sprintf("evidence[%d]", i)
-		need(e.Incident != "", p+".incident", "required")
-		need(IsMetric(e.Metric), p+".metric", "unknown metric %q", e.Metric)
-	}
-}
-
-// checkWorkload checks a workload's values; prefix is its path in the file.
-func (c *checker) checkWorkload(w Workload, prefix string, root *yaml.Node, need func(bool, string, string, ...any)) {
-	f := func(field string) string { return prefix + "." + field }
-	need(w.Kind == "zk-tree-mirror" || w.Kind == "kinesis-frontend", f("kind"), "want zk-tree-mirror or kinesis-frontend, got %q", w.Kind)
-	need(w.Clients >= 1, f("clients"), "want at least 1")
-	if w.Kind == "kinesis-frontend" {
-		c.checkFleet(w.Fleet, prefix+".fleet", need)
-		return
-	}
-	need(strings.HasPrefix(w.Tree.Path, "/") && len(w.Tree.Path) > 1, f("tree.path"), "want an absolute znode path below /")
-	need(len(w.Tree.Fanout) > 0, f("tree.fanout"), "want at least one level")
-	for i, n := range w.Tree.Fanout {
-		need(n >= 1, fmt.Sprintf("%s[%d]", f("tree.fanout"), i), "want at least 1")
-	}
-	need(w.Tree.Nodes() <= 200000, f("tree.fanout"), "%d znodes is more than the harness seeds (200000)", w.Tree.Nodes())
-	need(w.SessionTimeout.D() >= time.Second, f("session_timeout"), "want at least 1s")
-	need(w.Writer.Share >= 0 && w.Writer.Share <= 1, f("writer.share"), "want 0 to 1")
-	need(w.Writer.RatePerSec >= 0, f("writer.rate_per_sec"), "want >= 0")
-	need(w.MemoryLimitMB >= 0, f("memory_limit_mb"), "want >= 0")
-}
-
-func (c *checker) checkFleet(fl Fleet, prefix string, need func(bool, string, string, ...any)) {
-	f := func(field string) string { return prefix + "." + field }
-	need(fl.Servers >= 2, f("servers"), "want at least 2 servers (a fleet has peers)")
-	need(fl.Servers <= 200, f("servers"), "%d servers is more than one machine runs here (200)", fl.Servers)
-	need(fl.AddFraction > 0 && fl.AddFraction <= 1, f("add_fraction"), "want more than 0 and at most 1")
-	need(fl.ThreadLimit >= 8, f("thread_limit"), "want at least 8 (the Go runtime needs a few threads of its own)")
-	need(fl.CPUQuota >= 0, f("cpu_quota"), "want >= 0")
-	need(fl.PeerThreads == "per-peer" || fl.PeerThreads == "pool", f("peer_threads"), "want per-peer or pool, got %q", fl.PeerThreads)
-	if fl.PeerThreads == "pool" {
-		need(fl.PoolThreads >= 1, f("pool_threads"), "pool needs pool_threads >= 1")
-	}
-	need(fl.CellSize >= 0, f("cell_size"), "want >= 0")
-	need(fl.Bootstrap == "peers" || fl.Bootstrap == "store", f("bootstrap"), "want peers or store, got %q", fl.Bootstrap)
-	need(fl.Shards >= 1 && fl.Shards <= 200000, f("shards"), "want 1 to 200000")
-	need(fl.RequestRate > 0, f("request_rate"), "want > 0")
-	need(fl.RestartRate >= 0, f("restart_rate"), "want >= 0 (0 restarts every server at once)")
-	need(fl.HealthFailures >= 0, f("health_failures"), "want >= 0")
-	need(fl.LearnSpread.D() >= 0, f("learn_spread"), "want >= 0")
-}
 
 func yamlErrLine(err error) int {
 	msg := err.Error()

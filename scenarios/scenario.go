@@ -2,14 +2,23 @@
 // (topology x workload x fault timeline x variants x hypotheses) named after
 // the incident it replays. The YAML definitions live next to this file and
 // are embedded into the binary; Load reads any file from disk.
+//
+// What a topology, a workload or a fault's parameters may hold is not
+// listed here: the loader asks the plug-in registries (harness/lab for
+// systems and workload kinds, harness/faults for faults) and decodes each
+// part strictly into the plug-in's own typed settings.
 package scenarios
 
 import (
 	"fmt"
-	"math"
+	"slices"
+	"sort"
+	"time"
 
-	"github.com/chaoslab/chaoslab/harness/lab"
 	"gopkg.in/yaml.v3"
+
+	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // Scenario is one executable replay of a source incident.
@@ -20,14 +29,17 @@ type Scenario struct {
 	Title string `yaml:"title" json:"title" jsonschema:"required"`
 	// Case is the id of the case record in seeds/ (e.g. IL-0587).
 	Case string `yaml:"case" json:"case" jsonschema:"required"`
-	// System is the coordination service the scenario runs against.
-	System string `yaml:"system" json:"system" jsonschema:"required,enum=zookeeper,enum=etcd,enum=consul"`
+	// System is the coordination service the scenario runs against (a
+	// registered system: zookeeper, etcd, consul).
+	System string `yaml:"system" json:"system" jsonschema:"required"`
 	// Description says what is replayed and how, in a few sentences.
 	Description string `yaml:"description" json:"description" jsonschema:"required"`
-	// Topology sizes the servers.
-	Topology Topology `yaml:"topology" json:"topology" jsonschema:"required"`
-	// Workload is the client workload common to every variant.
-	Workload Workload `yaml:"workload" json:"workload" jsonschema:"required"`
+	// Topology sizes the servers: topology.<system> holds the system's
+	// topology settings; what is left out keeps its default.
+	Topology map[string]yaml.Node `yaml:"topology,omitempty" json:"-"`
+	// Workload is the workload common to every variant: its kind and the
+	// kind's settings.
+	Workload yaml.Node `yaml:"workload" json:"-" jsonschema:"required"`
 	// Timeline is the incident's fault timeline.
 	Timeline Timeline `yaml:"timeline" json:"timeline" jsonschema:"required"`
 	// Variants maps a variant name (vulnerable, mitigated) to what it changes.
@@ -45,182 +57,16 @@ type Scenario struct {
 
 	// Source is the file the scenario was loaded from (not part of the format).
 	Source string `yaml:"-" json:"source,omitempty"`
-}
-
-// Topology sizes the servers of the system under test.
-type Topology struct {
-	// ZooKeeper is the ensemble of a zookeeper scenario (required for it).
-	ZooKeeper *ZooKeeperTopology `yaml:"zookeeper,omitempty" json:"zookeeper,omitempty"`
-	// Etcd is the etcd cluster of an etcd scenario (required for it).
-	Etcd *EtcdTopology `yaml:"etcd,omitempty" json:"etcd,omitempty"`
-}
-
-// EtcdTopology is an etcd cluster.
-type EtcdTopology struct {
-	// Members is the number of etcd members, 1 to 7.
-	Members int `yaml:"members" json:"members" jsonschema:"required,minimum=1,maximum=7"`
-}
-
-// ZooKeeperTopology is a ZooKeeper ensemble and its zoo.cfg settings.
-type ZooKeeperTopology struct {
-	// Servers is the number of ensemble members, 1 to 7.
-	Servers int `yaml:"servers" json:"servers" jsonschema:"required,minimum=1,maximum=7"`
-	// TickMS is zoo.cfg's tickTime in milliseconds (default 2000).
-	TickMS int `yaml:"tick_ms,omitempty" json:"tick_ms,omitempty" jsonschema:"minimum=100"`
-	// InitLimit is zoo.cfg's initLimit, in ticks (default 10).
-	InitLimit int `yaml:"init_limit,omitempty" json:"init_limit,omitempty" jsonschema:"minimum=1"`
-	// SyncLimit is zoo.cfg's syncLimit, in ticks (default 5).
-	SyncLimit int `yaml:"sync_limit,omitempty" json:"sync_limit,omitempty" jsonschema:"minimum=1"`
-	// HeapMB is the JVM -Xmx of each server, in MiB (default 256).
-	HeapMB int `yaml:"heap_mb,omitempty" json:"heap_mb,omitempty" jsonschema:"minimum=32"`
-	// Image is the container image of the servers on the docker backend
-	// (default: the official image, else the local equivalent).
-	Image string `yaml:"image,omitempty" json:"image,omitempty"`
-	// CPUQuota holds each server to this many cores (cgroup cpu quota; 0 =
-	// no limit). It keeps the ratio of client demand to server capacity of a
-	// fleet of hundreds of clients when a dozen stand in for them.
-	CPUQuota float64 `yaml:"cpu_quota,omitempty" json:"cpu_quota,omitempty" jsonschema:"minimum=0"`
-	// MaxClientCnxns is zoo.cfg's per-IP connection limit (0 = unlimited).
-	MaxClientCnxns int `yaml:"max_client_cnxns,omitempty" json:"max_client_cnxns,omitempty" jsonschema:"minimum=0"`
-}
-
-// Workload is the client side of a scenario. Variants override fields of it.
-type Workload struct {
-	// Kind selects the workload program: zk-tree-mirror (IL-0587's proxies)
-	// or kinesis-frontend (IL-0384's front-end fleet, see Fleet).
-	Kind string `yaml:"kind" json:"kind" jsonschema:"required,enum=zk-tree-mirror,enum=kinesis-frontend"`
-	// Clients is the number of client processes (zk-tree-mirror), or the
-	// requests the load generator keeps in flight at most (kinesis-frontend).
-	Clients int `yaml:"clients" json:"clients" jsonschema:"required,minimum=1"`
-	// StartSpread spreads the clients' starts evenly over this span of the
-	// warm-up, as a fleet comes up one instance at a time.
-	StartSpread Duration `yaml:"start_spread,omitempty" json:"start_spread,omitempty"`
-	// Strategy is how a client (re)loads its mirror: full-refresh or paced.
-	Strategy string `yaml:"strategy,omitempty" json:"strategy,omitempty" jsonschema:"enum=full-refresh,enum=paced"`
-	// Window bounds requests in flight per client (paced only).
-	Window int `yaml:"window,omitempty" json:"window,omitempty" jsonschema:"minimum=1"`
-	// Retries is how many times a failed read is re-queued (full-refresh
-	// re-queues like Curator's background retry; paced retries after the
-	// session is back).
-	Retries int `yaml:"retries,omitempty" json:"retries,omitempty" jsonschema:"minimum=0"`
-	// Tree is the subtree the harness seeds and every client mirrors.
-	Tree Tree `yaml:"tree,omitempty" json:"tree,omitzero"`
-	// SessionTimeout is the ZooKeeper session timeout the clients ask for.
-	SessionTimeout Duration `yaml:"session_timeout,omitempty" json:"session_timeout,omitempty"`
-	// MemoryLimitMB is the kernel-enforced memory limit of each client (0 = none).
-	MemoryLimitMB int `yaml:"memory_limit_mb,omitempty" json:"memory_limit_mb,omitempty" jsonschema:"minimum=0"`
-	// Restart restarts a client that died, after RestartDelay, like a
-	// supervisor (Kubernetes) would.
-	Restart bool `yaml:"restart,omitempty" json:"restart,omitempty"`
-	// RestartDelay is how long a dead client stays down before it is restarted.
-	RestartDelay Duration `yaml:"restart_delay,omitempty" json:"restart_delay,omitempty"`
-	// Writer changes znodes at a steady rate so that staleness is measurable.
-	Writer Writer `yaml:"writer,omitempty" json:"writer,omitzero"`
-	// ReportInterval is how often each client reports its figures.
-	ReportInterval Duration `yaml:"report_interval,omitempty" json:"report_interval,omitempty"`
-	// FreshWithin is the staleness under which a mirror counts as fresh.
-	FreshWithin Duration `yaml:"fresh_within,omitempty" json:"fresh_within,omitempty"`
-	// Fleet is the front-end fleet of a kinesis-frontend workload.
-	Fleet Fleet `yaml:"fleet,omitempty" json:"fleet,omitzero"`
-}
-
-// Fleet is IL-0384's front-end fleet: servers that register in etcd, read
-// the shard table from it, keep a connection (and, per-peer, an OS thread)
-// to every peer of their cell, and route only with a complete shard-map.
-type Fleet struct {
-	// Servers is the fleet's size before capacity is added.
-	Servers int `yaml:"servers" json:"servers" jsonschema:"required,minimum=2"`
-	// AddFraction is the capacity the add-capacity fault adds, as a
-	// fraction of Servers (rounded up): 0.1 adds 10%.
-	AddFraction float64 `yaml:"add_fraction" json:"add_fraction" jsonschema:"required,exclusiveMinimum=0"`
-	// ThreadLimit is each server's OS thread limit: the pids.max of its
-	// cgroup (--pids-limit of its container).
-	ThreadLimit int `yaml:"thread_limit" json:"thread_limit" jsonschema:"required,minimum=8"`
-	// CPUQuota holds each server to this many cores (0 = no limit).
-	CPUQuota float64 `yaml:"cpu_quota,omitempty" json:"cpu_quota,omitempty" jsonschema:"minimum=0"`
-	// PeerThreads is per-peer (one OS thread for every peer: the incident)
-	// or pool (PoolThreads threads whatever the fleet's size).
-	PeerThreads string `yaml:"peer_threads" json:"peer_threads" jsonschema:"required,enum=per-peer,enum=pool"`
-	// PoolThreads sizes the pool (pool only).
-	PoolThreads int `yaml:"pool_threads,omitempty" json:"pool_threads,omitempty" jsonschema:"minimum=1"`
-	// CellSize splits the fleet into cells of this many servers; a server
-	// peers only inside its cell (0 = one cell: the incident).
-	CellSize int `yaml:"cell_size,omitempty" json:"cell_size,omitempty" jsonschema:"minimum=0"`
-	// Bootstrap is where a starting server gets the shard table: peers
-	// (every peer sends its full shard-map: the incident) or store (etcd,
-	// the action item; peers then send digests only).
-	Bootstrap string `yaml:"bootstrap" json:"bootstrap" jsonschema:"required,enum=peers,enum=store"`
-	// BootstrapTimeout: with bootstrap peers, how long a server waits for a
-	// peer's shard-map before it reads the store (a fleet's first server
-	// has no peer to ask).
-	BootstrapTimeout Duration `yaml:"bootstrap_timeout,omitempty" json:"bootstrap_timeout,omitempty"`
-	// LearnSpread: a running server learns of a new member after a random
-	// delay up to this (the incident: up to an hour; scaled down).
-	LearnSpread Duration `yaml:"learn_spread,omitempty" json:"learn_spread,omitempty"`
-	// Heartbeat is the interval of peer messages (default 1s).
-	Heartbeat Duration `yaml:"heartbeat,omitempty" json:"heartbeat,omitempty"`
-	// LeaseTTL is the membership lease in etcd (default 3s).
-	LeaseTTL Duration `yaml:"lease_ttl,omitempty" json:"lease_ttl,omitempty"`
-	// Shards is the size of the shard table in etcd.
-	Shards int `yaml:"shards" json:"shards" jsonschema:"required,minimum=1"`
-	// BackendCells is the number of back-end cells owning the shards.
-	BackendCells int `yaml:"backend_cells,omitempty" json:"backend_cells,omitempty" jsonschema:"minimum=1"`
-	// RequestRate is the load generator's routing requests per second over
-	// the whole fleet.
-	RequestRate float64 `yaml:"request_rate" json:"request_rate" jsonschema:"required,exclusiveMinimum=0"`
-	// RestartRate is the operator's restart pace in servers per second
-	// (restart-fleet); 0 restarts every server at once.
-	RestartRate float64 `yaml:"restart_rate" json:"restart_rate" jsonschema:"minimum=0"`
-	// HealthGrace is how long a started server may take to complete its
-	// shard-map before the health check counts it as failing.
-	HealthGrace Duration `yaml:"health_grace,omitempty" json:"health_grace,omitempty"`
-	// HealthTimeout bounds each health check (default 1s).
-	HealthTimeout Duration `yaml:"health_timeout,omitempty" json:"health_timeout,omitempty"`
-	// HealthFailures in a row remove a server from the fleet (default 3).
-	HealthFailures int `yaml:"health_failures,omitempty" json:"health_failures,omitempty" jsonschema:"minimum=1"`
-	// GoMaxProcs is each server's GOMAXPROCS (0 = Go's default).
-	GoMaxProcs int `yaml:"gomaxprocs,omitempty" json:"gomaxprocs,omitempty" jsonschema:"minimum=0"`
-}
-
-// Added is the number of servers the capacity addition adds.
-func (f Fleet) Added() int {
-	return max(int(math.Ceil(float64(f.Servers)*f.AddFraction)), 1)
-}
-
-// Tree describes the seeded subtree: Fanout[i] children at depth i+1.
-type Tree struct {
-	// Path is the absolute znode path of the subtree's root.
-	Path string `yaml:"path" json:"path" jsonschema:"required,pattern=^/"`
-	// Fanout gives the children per node at each depth: [30, 200] is 30
-	// children of the root with 200 children each.
-	Fanout []int `yaml:"fanout" json:"fanout" jsonschema:"required,minItems=1"`
-	// DataBytes is the size of each znode's data, in bytes.
-	DataBytes int `yaml:"data_bytes" json:"data_bytes" jsonschema:"minimum=0"`
-}
-
-// Nodes is the number of znodes below (not counting) Path.
-func (t Tree) Nodes() int {
-	n, level := 0, 1
-	for _, f := range t.Fanout {
-		level *= f
-		n += level
-	}
-	return n
-}
-
-// Writer is the background writer.
-type Writer struct {
-	// RatePerSec is the number of znode updates per second.
-	RatePerSec float64 `yaml:"rate_per_sec" json:"rate_per_sec" jsonschema:"minimum=0"`
-	// Share is the fraction of leaf znodes that receive updates (round robin).
-	Share float64 `yaml:"share" json:"share" jsonschema:"minimum=0,maximum=1"`
+	// kind is the workload's kind, once loaded.
+	kind string
 }
 
 // Timeline is the fault timeline of a variant run.
 type Timeline struct {
-	// Warmup runs the workload before the first fault.
+	// Warmup runs the workload before the first fault (and goes on, up to
+	// as long again, until the workload is steady).
 	Warmup Duration `yaml:"warmup" json:"warmup" jsonschema:"required"`
-	// Faults, by offset from the end of the warm-up.
+	// Faults, by offset from the end of the warm-up, in order.
 	Faults []FaultStep `yaml:"faults" json:"faults" jsonschema:"required,minItems=1"`
 	// Observe keeps measuring after the last fault ends.
 	Observe Duration `yaml:"observe" json:"observe" jsonschema:"required"`
@@ -230,22 +76,28 @@ type Timeline struct {
 type FaultStep struct {
 	// At is the offset from the end of the warm-up.
 	At Duration `yaml:"at" json:"at"`
-	// Fault is a registered fault name (pause, kill-restart).
+	// Fault is a registered fault (pause, kill-restart, add-capacity...).
 	Fault string `yaml:"fault" json:"fault" jsonschema:"required"`
-	// Target is a role: leader, follower or any; fleet for the faults that
-	// act on a whole front-end fleet (add-capacity, restart-fleet).
-	Target string `yaml:"target" json:"target" jsonschema:"required,enum=leader,enum=follower,enum=any,enum=fleet"`
+	// Target selects what it hits: a role (leader, follower, agent...),
+	// every member of one (followers, agents), member:NAME, or a group of
+	// the workload (clients, fleet); :N, :N% or :all picks how many.
+	Target string `yaml:"target" json:"target" jsonschema:"required"`
 	// Duration is how long the fault lasts.
 	Duration Duration `yaml:"duration" json:"duration" jsonschema:"required"`
+	// Params are the fault's parameters; what is left out keeps its default.
+	Params yaml.Node `yaml:"params,omitempty" json:"-"`
 }
 
-// Variant is a named change to the workload (and later, topology).
+// Variant is a named change to the workload and the topology.
 type Variant struct {
 	// Description says what the variant stands for (the client as the
 	// incident ran it, or its fix).
 	Description string `yaml:"description" json:"description" jsonschema:"required"`
-	// Workload fields set here override the scenario's workload.
+	// Workload settings set here override the scenario's workload:
+	// mappings merge key by key, anything else is replaced.
 	Workload yaml.Node `yaml:"workload,omitempty" json:"-"`
+	// Topology settings set here override the scenario's, the same way.
+	Topology map[string]yaml.Node `yaml:"topology,omitempty" json:"-"`
 }
 
 // Hypothesis is a property that should hold in a run.
@@ -254,10 +106,11 @@ type Hypothesis struct {
 	ID string `yaml:"id" json:"id" jsonschema:"required"`
 	// Description states the property in a sentence.
 	Description string `yaml:"description" json:"description" jsonschema:"required"`
-	// Metric is the measurement it is about.
+	// Metric is the measurement it is about: a metric a plug-in declares,
+	// or a reducer over a series, e.g. max(server.outstanding_requests)@from-fault.
 	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
 	// Op compares the measured value with Threshold: <, <=, >, >= or ==.
-	Op string `yaml:"op" json:"op" jsonschema:"required,enum=<,enum=<=,enum=>,enum=>=,enum=="`
+	Op string `yaml:"op" json:"op" jsonschema:"required"`
 	// Threshold is the bound, in the metric's unit.
 	Threshold float64 `yaml:"threshold" json:"threshold"`
 }
@@ -268,14 +121,14 @@ type Comparison struct {
 	ID string `yaml:"id" json:"id" jsonschema:"required"`
 	// Description states the relation in a sentence.
 	Description string `yaml:"description" json:"description" jsonschema:"required"`
-	// Metric is the measurement compared.
+	// Metric is the measurement compared (as in a hypothesis).
 	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
 	// Numerator is the variant whose value is divided.
 	Numerator string `yaml:"numerator" json:"numerator" jsonschema:"required"`
 	// Denominator is the variant whose value divides.
 	Denominator string `yaml:"denominator" json:"denominator" jsonschema:"required"`
 	// Op compares the ratio with Threshold: <, <=, >, >= or ==.
-	Op string `yaml:"op" json:"op" jsonschema:"required,enum=<,enum=<=,enum=>,enum=>=,enum=="`
+	Op string `yaml:"op" json:"op" jsonschema:"required"`
 	// Threshold is the bound of the ratio.
 	Threshold float64 `yaml:"threshold" json:"threshold"`
 }
@@ -284,18 +137,123 @@ type Comparison struct {
 type Evidence struct {
 	// Incident is the statement of the write-up, paraphrased.
 	Incident string `yaml:"incident" json:"incident" jsonschema:"required"`
-	// Metric is the measurement that shows it in a run.
+	// Metric is the measurement that shows it in a run (as in a hypothesis).
 	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
 }
 
 // Duration is a time.Duration written as "10s", "1m30s" (lab.Duration).
 type Duration = lab.Duration
 
-// ServersNames lists the member names the harness gives the servers (zk1..zkN).
-func (z *ZooKeeperTopology) ServersNames() []string {
+// Kind is the workload's kind.
+func (s *Scenario) Kind() string { return s.kind }
+
+// WorkloadFor is the workload's settings for a variant: the kind's
+// defaults, the scenario's workload, then the variant's overrides.
+func (s *Scenario) WorkloadFor(variant string) (lab.Settings, error) {
+	v, ok := s.Variants[variant]
+	if !ok {
+		return nil, fmt.Errorf("scenario %s: no variant %q", s.ID, variant)
+	}
+	k, err := lab.GetKind(s.kind)
+	if err != nil {
+		return nil, err
+	}
+	st := k.NewSettings()
+	node := merge(withoutKey(&s.Workload, "kind"), &v.Workload)
+	if err := decode(node, st); err != nil {
+		return nil, fmt.Errorf("scenario %s: variant %s: workload: %w", s.ID, variant, err)
+	}
+	return st, nil
+}
+
+// TopologyFor is the system's topology for a variant.
+func (s *Scenario) TopologyFor(variant string) (lab.Settings, error) {
+	v, ok := s.Variants[variant]
+	if !ok {
+		return nil, fmt.Errorf("scenario %s: no variant %q", s.ID, variant)
+	}
+	sys, err := lab.GetSystem(s.System)
+	if err != nil {
+		return nil, err
+	}
+	st := sys.NewTopology()
+	base, over := s.Topology[s.System], v.Topology[s.System]
+	if err := decode(merge(&base, &over), st); err != nil {
+		return nil, fmt.Errorf("scenario %s: variant %s: topology: %w", s.ID, variant, err)
+	}
+	return st, nil
+}
+
+// NewFault is the step's fault, built from its parameters.
+func (f FaultStep) NewFault() (faults.Fault, error) {
+	flt, err := faults.New(f.Fault)
+	if err != nil {
+		return nil, err
+	}
+	if err := decode(&f.Params, flt); err != nil {
+		return nil, fmt.Errorf("fault %s: params: %w", f.Fault, err)
+	}
+	return flt, nil
+}
+
+// ParamsMap is the step's parameters as plain values (for reports).
+func (f FaultStep) ParamsMap() map[string]any {
+	var m map[string]any
+	if f.Params.Kind != 0 {
+		_ = f.Params.Decode(&m)
+	}
+	return m
+}
+
+// VariantNames returns the variant names, vulnerable first, mitigated next.
+func (s *Scenario) VariantNames() []string {
+	var names []string
+	for n := range s.Variants {
+		names = append(names, n)
+	}
+	rank := func(n string) int {
+		switch n {
+		case "vulnerable":
+			return 0
+		case "mitigated":
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if rank(names[i]) != rank(names[j]) {
+			return rank(names[i]) < rank(names[j])
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+// RunLength is a variant's planned length: warm-up, faults, observation.
+func (s *Scenario) RunLength() time.Duration {
+	var end time.Duration
+	for _, f := range s.Timeline.Faults {
+		end = max(end, f.At.D()+f.Duration.D())
+	}
+	return s.Timeline.Warmup.D() + end + s.Timeline.Observe.D()
+}
+
+// MetricNames are every metric the scenario judges or shows.
+func (s *Scenario) MetricNames() []string {
 	var out []string
-	for i := 1; i <= z.Servers; i++ {
-		out = append(out, fmt.Sprintf("zk%d", i))
+	add := func(m string) {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	for _, h := range s.Hypotheses {
+		add(h.Metric)
+	}
+	for _, c := range s.Comparisons {
+		add(c.Metric)
+	}
+	for _, e := range s.Evidence {
+		add(e.Metric)
 	}
 	return out
 }

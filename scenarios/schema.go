@@ -1,21 +1,22 @@
 package scenarios
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/invopop/jsonschema"
+	orderedmap "github.com/pb33f/ordered-map/v2"
+
+	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // schema.json is what editors use to check and complete scenario files
-// (see README.md). It is generated from the Go types; TestSchemaUpToDate
-// fails when it is stale.
+// (see README.md). It is generated from the Go types of the format and of
+// every registered plug-in; TestSchemaUpToDate fails when it is stale.
 
 //go:generate go run ./internal/genschema -o schema.json
 
@@ -27,88 +28,36 @@ const SchemaID = "https://github.com/chaoslab/chaoslab/scenarios/schema.json"
 // time.ParseDuration, which also takes signs and leading dots.
 const DurationPattern = `^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|μs|ms|s|m|h))+)$`
 
-// The field comments of the format become the schema's descriptions.
-//
-//go:embed scenario.go
-var formatSource []byte
-
 // Schema returns the JSON Schema (draft 2020-12) of a scenario file, the
-// content of schema.json. It mirrors the strict loader: property names are
-// the YAML keys, every object rejects unknown keys, durations are strings,
-// names of faults and metrics are enumerated from the loader's lists, and a
-// variant's workload has the workload's properties with none required.
-func Schema() ([]byte, error) {
-	docs, err := fieldDocs()
-	if err != nil {
-		return nil, err
-	}
-	r := &jsonschema.Reflector{
-		FieldNameTag:               "yaml",
-		RequiredFromJSONSchemaTags: true,
-		ExpandedStruct:             true,
-		Mapper: func(t reflect.Type) *jsonschema.Schema {
-			switch t {
-			case durationType:
-				return &jsonschema.Schema{Type: "string", Pattern: DurationPattern}
-			case nodeType: // Variant.Workload, a partial Workload
-				return &jsonschema.Schema{Ref: "#/$defs/WorkloadOverride"}
-			}
-			return nil
-		},
-		LookupComment: func(t reflect.Type, field string) string {
-			if t.PkgPath() != reflect.TypeOf(Scenario{}).PkgPath() {
-				return ""
-			}
-			return docs[t.Name()+"."+field]
-		},
+// content of schema.json, for the plug-ins linked in. It mirrors the strict
+// loader: property names are the YAML keys, every object rejects unknown
+// keys, durations are strings; the workload has one branch per workload
+// kind, the topology one property per system, a fault step's params one
+// branch per fault, each with the plug-in's defaults. srcRoot is the
+// repository's folder, whose Go comments become the descriptions.
+func Schema(srcRoot string) ([]byte, error) {
+	r := reflector()
+	if err := r.AddGoComments("github.com/chaoslab/chaoslab/scenarios", srcRoot); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
 	}
 	s := r.Reflect(&Scenario{})
 	s.ID = SchemaID
 	s.Title = "chaoslab scenario"
 	defs := s.Definitions
-
-	prop := func(def *jsonschema.Schema, name string) *jsonschema.Schema {
-		p, ok := def.Properties.Get(name)
-		if !ok {
-			panic("schema: no property " + name)
-		}
-		return p
-	}
-	def := func(name string) *jsonschema.Schema {
-		d, ok := defs[name]
-		if !ok {
-			panic("schema: no definition " + name)
-		}
-		return d
-	}
-	strs := func(l []string) []any {
-		out := make([]any, len(l))
-		for i, v := range l {
-			out[i] = v
-		}
-		return out
-	}
-
-	// Lists the loader owns. The struct tags spell "==" as "enum==", which
-	// the tag parser reads as "=", so the operators come from opNames too.
 	prop(s, "expect").AdditionalProperties.Enum = strs(verdictNames)
-	prop(def("FaultStep"), "fault").Enum = strs(faultNames)
+	prop(s, "workload").OneOf = kindBranches(r, true)
+	prop(s, "topology").Properties = systemProps(r)
+	prop(s, "topology").AdditionalProperties = jsonschema.FalseSchema
+	variant := defs["Variant"]
+	prop(variant, "workload").AnyOf = kindBranches(r, false)
+	prop(variant, "topology").Properties = systemProps(r)
+	prop(variant, "topology").AdditionalProperties = jsonschema.FalseSchema
+	step := defs["FaultStep"]
+	prop(step, "fault").Enum = strs(faults.Names())
+	step.AllOf = faultBranches(r)
 	for _, d := range []string{"Hypothesis", "Comparison"} {
-		prop(def(d), "op").Enum = strs(opNames)
+		prop(defs[d], "op").Enum = strs(opNames)
 	}
-	for _, d := range []string{"Hypothesis", "Comparison", "Evidence"} {
-		m := prop(def(d), "metric")
-		m.Enum = strs(MetricNames())
-		m.Description = "A metric name (see README.md, Metrics)."
-	}
-
-	// A variant's workload overrides fields of the scenario's workload, so
-	// nothing in it is required, at any depth.
-	if err := addPartial(defs, "Workload", "WorkloadOverride"); err != nil {
-		return nil, err
-	}
-	defs["WorkloadOverride"].Description = "Fields of the scenario's workload that this variant sets; the others keep their values."
-
 	out, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
@@ -118,91 +67,146 @@ func Schema() ([]byte, error) {
 	return []byte(plain + "\n"), nil
 }
 
-// addPartial adds defs[to], a copy of defs[from] with nothing required and
-// every object property pointing to a partial copy in turn.
-func addPartial(defs jsonschema.Definitions, from, to string) error {
-	b, err := json.Marshal(defs[from])
-	if err != nil {
-		return fmt.Errorf("schema: %w", err)
+func reflector() *jsonschema.Reflector {
+	return &jsonschema.Reflector{
+		FieldNameTag:               "yaml",
+		RequiredFromJSONSchemaTags: true,
+		ExpandedStruct:             true,
+		Mapper: func(t reflect.Type) *jsonschema.Schema {
+			switch t {
+			case durationType:
+				return &jsonschema.Schema{Type: "string", Pattern: DurationPattern}
+			case nodeType:
+				return &jsonschema.Schema{}
+			}
+			return nil
+		},
 	}
-	var cp jsonschema.Schema
-	if err := json.Unmarshal(b, &cp); err != nil {
-		return fmt.Errorf("schema: %w", err)
+}
+
+// settingsSchema is a plug-in's settings as an object schema, nothing
+// required, with the values of v as defaults.
+func settingsSchema(r *jsonschema.Reflector, v any) *jsonschema.Schema {
+	rr := *r
+	rr.DoNotReference = true
+	s := rr.Reflect(v)
+	s.Version, s.ID = "", ""
+	clearRequired(s)
+	setDefaults(s, reflect.ValueOf(v))
+	return s
+}
+
+func clearRequired(s *jsonschema.Schema) {
+	s.Required = nil
+	if s.Properties == nil {
+		return
 	}
-	cp.Required = nil
-	defs[to] = &cp
-	for pair := cp.Properties.Oldest(); pair != nil; pair = pair.Next() {
-		ref, ok := strings.CutPrefix(pair.Value.Ref, "#/$defs/")
+	for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+		clearRequired(p.Value)
+		if p.Value.Items != nil {
+			clearRequired(p.Value.Items)
+		}
+	}
+}
+
+// setDefaults writes a struct's values into its schema as defaults.
+func setDefaults(s *jsonschema.Schema, v reflect.Value) {
+	for v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct || s.Properties == nil {
+		return
+	}
+	for _, f := range yamlFields(v.Type()) {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		p, ok := s.Properties.Get(name)
 		if !ok {
 			continue
 		}
-		if len(defs[ref].Required) == 0 {
-			continue // already partial
+		fv := fieldByIndexes(v, f)
+		switch {
+		case f.Type == durationType:
+			p.Default = time.Duration(fv.Int()).String()
+		case f.Type.Kind() == reflect.Struct:
+			setDefaults(p, fv)
+		default:
+			p.Default = fv.Interface()
 		}
-		if _, done := defs[ref+"Override"]; !done {
-			if err := addPartial(defs, ref, ref+"Override"); err != nil {
-				return err
-			}
-		}
-		pair.Value.Ref = "#/$defs/" + ref + "Override"
 	}
-	return nil
 }
 
-// fieldDocs reads the doc comments of the format's types: "Type." for a
-// type, "Type.Field" for a field. A field comment that starts with the Go
-// field name starts with the YAML key instead.
-func fieldDocs() (map[string]string, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), "scenario.go", formatSource, parser.ParseComments)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	text := func(cg *ast.CommentGroup) string { return strings.Join(strings.Fields(cg.Text()), " ") }
-	docs := map[string]string{}
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			ts := spec.(*ast.TypeSpec)
-			doc := ts.Doc
-			if doc == nil && len(gd.Specs) == 1 {
-				doc = gd.Doc
-			}
-			docs[ts.Name.Name+"."] = text(doc)
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				continue
-			}
-			for _, fld := range st.Fields.List {
-				c := fld.Doc
-				if c == nil {
-					c = fld.Comment
-				}
-				if c == nil {
-					continue
-				}
-				for _, name := range fld.Names {
-					txt := text(c)
-					if key := yamlKey(fld); key != "" {
-						if rest, ok := strings.CutPrefix(txt, name.Name+" "); ok {
-							txt = key + " " + rest
-						}
-					}
-					docs[ts.Name.Name+"."+name.Name] = txt
-				}
-			}
-		}
-	}
-	return docs, nil
+// fieldByIndexes finds an (inline-promoted) field by its name.
+func fieldByIndexes(v reflect.Value, f reflect.StructField) reflect.Value {
+	return v.FieldByName(f.Name)
 }
 
-func yamlKey(f *ast.Field) string {
-	if f.Tag == nil {
-		return ""
+// kindBranches are the workload kinds: with their kind (whole) or without
+// (a variant's partial override).
+func kindBranches(r *jsonschema.Reflector, whole bool) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for _, name := range lab.KindNames() {
+		k, _ := lab.GetKind(name)
+		s := settingsSchema(r, k.NewSettings())
+		s.Title = "workload kind " + name
+		if whole {
+			kind := &jsonschema.Schema{Const: name, Description: "The workload kind."}
+			s.Properties = prepend(s.Properties, "kind", kind)
+			s.Required = []string{"kind"}
+		}
+		out = append(out, s)
 	}
-	tag := reflect.StructTag(strings.Trim(f.Tag.Value, "`"))
-	name, _, _ := strings.Cut(tag.Get("yaml"), ",")
-	return name
+	return out
+}
+
+func systemProps(r *jsonschema.Reflector) *orderedmap.OrderedMap[string, *jsonschema.Schema] {
+	props := jsonschema.NewProperties()
+	for _, name := range lab.SystemNames() {
+		sys, _ := lab.GetSystem(name)
+		s := settingsSchema(r, sys.NewTopology())
+		s.Title = "topology of " + name
+		props.Set(name, s)
+	}
+	return props
+}
+
+// faultBranches: when fault is X, params are X's.
+func faultBranches(r *jsonschema.Reflector) []*jsonschema.Schema {
+	var out []*jsonschema.Schema
+	for _, name := range faults.Names() {
+		f, _ := faults.New(name)
+		params := settingsSchema(r, f)
+		cond := jsonschema.NewProperties()
+		cond.Set("fault", &jsonschema.Schema{Const: name})
+		then := jsonschema.NewProperties()
+		then.Set("params", params)
+		out = append(out, &jsonschema.Schema{If: &jsonschema.Schema{Properties: cond}, Then: &jsonschema.Schema{Properties: then}})
+	}
+	return out
+}
+
+func prepend(m *orderedmap.OrderedMap[string, *jsonschema.Schema], k string, v *jsonschema.Schema) *orderedmap.OrderedMap[string, *jsonschema.Schema] {
+	out := jsonschema.NewProperties()
+	out.Set(k, v)
+	if m != nil {
+		for p := m.Oldest(); p != nil; p = p.Next() {
+			out.Set(p.Key, p.Value)
+		}
+	}
+	return out
+}
+
+func prop(def *jsonschema.Schema, name string) *jsonschema.Schema {
+	p, ok := def.Properties.Get(name)
+	if !ok {
+		panic("schema: no property " + name)
+	}
+	return p
+}
+
+func strs(l []string) []any {
+	out := make([]any, len(l))
+	for i, v := range l {
+		out[i] = v
+	}
+	return out
 }

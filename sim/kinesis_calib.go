@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chaoslab/chaoslab/harness/fleet"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
@@ -96,7 +97,7 @@ func KinesisFromReport(r *reports.Report, variant string) (Kinesis, error) {
 		}
 		return fail("no variant %q in the report (has %v)", variant, names)
 	}
-	fl, err := ksFleet(r, v)
+	fl, err := ksFleet(v)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -248,20 +249,17 @@ func KinesisRecovery(m Kinesis, r KinesisResult) float64 {
 	return sec - m.RestartAt
 }
 
-// ksFleet is the variant's effective fleet: as the report recorded it, or
-// the scenario's with the variant's overrides.
-func ksFleet(r *reports.Report, v *reports.VariantResult) (scenarios.Fleet, error) {
-	w := v.Workload
-	if w.Kind == "" || w.Fleet.Servers == 0 {
-		var err error
-		if w, err = r.Scenario.EffectiveWorkload(v.Name); err != nil {
-			return scenarios.Fleet{}, err
-		}
+// ksFleet is the variant's effective fleet as the report recorded it.
+func ksFleet(v *reports.VariantResult) (*fleet.Settings, error) {
+	fl := fleet.NewSettings()
+	kind, err := v.DecodeWorkload(fl)
+	if err != nil {
+		return nil, err
 	}
-	if w.Kind != "kinesis-frontend" {
-		return scenarios.Fleet{}, fmt.Errorf("variant %s: workload kind %q, want kinesis-frontend", v.Name, w.Kind)
+	if kind != fleet.KindName {
+		return nil, fmt.Errorf("variant %s: workload kind %q, want %s", v.Name, kind, fleet.KindName)
 	}
-	return w.Fleet, nil
+	return fl, nil
 }
 
 func ksFault(v *reports.VariantResult, name string) *reports.FaultWindow {
@@ -335,12 +333,12 @@ type ksCosts struct {
 // per-map cost on those bootstrapping from peers, the store read and the
 // digest on those bootstrapping from the store. What fl's bootstrap needs
 // must be measurable.
-func ksCalibrateCosts(r *reports.Report, fl scenarios.Fleet) (ksCosts, error) {
+func ksCalibrateCosts(r *reports.Report, fl *fleet.Settings) (ksCosts, error) {
 	var c ksCosts
 	var fromPeers, fromStore, firsts ksColdStart
 	var errs []string
 	for _, x := range r.Variants {
-		xf, err := ksFleet(r, x)
+		xf, err := ksFleet(x)
 		if err != nil {
 			continue
 		}
@@ -395,7 +393,7 @@ func ksCalibrateCosts(r *reports.Report, fl scenarios.Fleet) (ksCosts, error) {
 	// bootstrap from the store do the same work then as at their cold
 	// start, only all together.
 	for _, x := range r.Variants {
-		xf, err := ksFleet(r, x)
+		xf, err := ksFleet(x)
 		restart := ksFault(x, "restart-fleet")
 		if err != nil || restart == nil || xf.Bootstrap != "store" || xf.RestartRate != 0 || c.storeStart <= 0 {
 			continue
@@ -435,7 +433,7 @@ type ksStart struct {
 // second with a routed request, less the part of that second it refused;
 // without those series, the fleet.servers_routing count (the n-th server
 // to route is the n-th launched).
-func ksStartsIn(v *reports.VariantResult, fl scenarios.Fleet, what string, from, to, until float64) ([]*ksStart, error) {
+func ksStartsIn(v *reports.VariantResult, fl *fleet.Settings, what string, from, to, until float64) ([]*ksStart, error) {
 	var list []*ksStart
 	seen := map[string]bool{}
 	for _, e := range v.Events {
@@ -509,7 +507,7 @@ func ksStartsIn(v *reports.VariantResult, fl scenarios.Fleet, what string, from,
 
 // ksColdStartOf is a variant's cold start: every original server launched
 // before the addition, with the ready peers of its cell at its launch.
-func ksColdStartOf(v *reports.VariantResult, fl scenarios.Fleet, before float64) (ksColdStart, error) {
+func ksColdStartOf(v *reports.VariantResult, fl *fleet.Settings, before float64) (ksColdStart, error) {
 	var cs ksColdStart
 	list, err := ksStartsIn(v, fl, fmt.Sprintf("before the addition (%.1f s)", before), math.Inf(-1), before, before)
 	if err != nil {

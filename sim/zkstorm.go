@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
+	"github.com/chaoslab/chaoslab/harness/zkmirror"
 	"github.com/chaoslab/chaoslab/reports"
 )
 
@@ -782,12 +784,17 @@ func ZKFromReport(r *reports.Report, variant string) (ZKStorm, error) {
 		}
 		return m, fmt.Errorf("zk calibration: no variant %q in the report (has %v)", variant, names)
 	}
-	w := v.Workload
-	topo := r.Scenario.Topology.ZooKeeper
+	w := zkmirror.NewSettings()
+	kind, err := v.DecodeWorkload(w)
+	if err != nil {
+		return m, fmt.Errorf("zk calibration: %w", err)
+	}
+	topo := &zookeeper.Topology{}
+	terr := v.DecodeTopology(topo)
 	switch {
-	case w.Kind != "zk-tree-mirror":
-		return m, fmt.Errorf("zk calibration: workload kind %q, want zk-tree-mirror", w.Kind)
-	case topo == nil || topo.Servers != 3:
+	case kind != zkmirror.KindName:
+		return m, fmt.Errorf("zk calibration: workload kind %q, want %s", kind, zkmirror.KindName)
+	case terr != nil || topo.Servers != 3:
 		return m, errors.New("zk calibration: the model is a 3-server ZooKeeper ensemble; the scenario has none")
 	case w.Clients < 1:
 		return m, errors.New("zk calibration: workload.clients missing")
@@ -880,8 +887,8 @@ func ZKFromReport(r *reports.Report, variant string) (ZKStorm, error) {
 		return m, errors.New("zk calibration: no paced variant to measure a paced read's round trip")
 	}
 	limit := float64(w.MemoryLimitMB)
-	if v.ClientLimitMB > 0 {
-		limit = float64(v.ClientLimitMB)
+	if l, ok := v.Limits["client.rss_mb"]; ok && l.Value > limit {
+		limit = l.Value // a container's limit also holds its page cache
 	}
 	offset := 0.0
 	for _, x := range r.Variants {
@@ -917,7 +924,8 @@ func ZKFromReport(r *reports.Report, variant string) (ZKStorm, error) {
 
 func zkVariant(r *reports.Report, strategy string) *reports.VariantResult {
 	for _, v := range r.Variants {
-		if v.Workload.Strategy == strategy {
+		w := zkmirror.NewSettings()
+		if _, err := v.DecodeWorkload(w); err == nil && w.Strategy == strategy {
 			return v
 		}
 	}
@@ -1055,7 +1063,11 @@ func zkPacedFigures(v *reports.VariantResult, base float64, reads int) (mirrorMB
 		return 0, 0, fmt.Errorf("zk calibration: variant %s has no fault window", v.Name)
 	}
 	end := v.Faults[0].Start
-	window := float64(max(v.Workload.Window, 1))
+	w := zkmirror.NewSettings()
+	if _, err := v.DecodeWorkload(w); err != nil {
+		return 0, 0, fmt.Errorf("zk calibration: %w", err)
+	}
+	window := float64(max(w.Window, 1))
 	completed, pending, rss := zkClientSeries(v, "client.completed"), zkClientSeries(v, "client.pending"), zkClientSeries(v, "client.rss_mb")
 	var mirrors, rates []float64
 	for c, pts := range completed {

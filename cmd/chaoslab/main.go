@@ -4,6 +4,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	_ "github.com/chaoslab/chaoslab/harness/plugins"
 )
 
 func main() {

@@ -22,8 +22,8 @@ func runCmd() *cobra.Command {
 		variant string
 		seed    int64
 		out     string
-		backend string
-		imgs    map[string]string
+		placement string
+		imgs      map[string]string
 	)
 	cmd := &cobra.Command{
 		Use:   "run ID|FILE",
@@ -53,11 +53,11 @@ it started, and still writes a report marked aborted.`,
 			}
 			ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the run, cleaning up and writing an aborted report")
 			defer stop()
-			rerun := fmt.Sprintf("chaoslab run %s --seed %d --backend %s", s.ID, seed, backend)
+			rerun := fmt.Sprintf("chaoslab run %s --seed %d", s.ID, seed)
 			if variant != "" && variant != "both" {
 				rerun += " --variant " + variant
 			}
-			r, err := runner.Run(ctx, s, runner.Options{Variants: variants, Seed: seed, OutDir: out, Backend: backend, Images: imgs, Rerun: rerun})
+			r, err := runner.Run(ctx, s, runner.Options{Variants: variants, Seed: seed, OutDir: out, Placement: placement, Images: imgs, Rerun: rerun})
 			if r != nil && r.Dir != "" {
 				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
 			}
@@ -71,8 +71,10 @@ it started, and still writes a report marked aborted.`,
 	f.StringVar(&variant, "variant", "both", "a variant (vulnerable, mitigated, ...), a comma-separated list, or both (every variant)")
 	f.Int64Var(&seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
 	f.StringVar(&out, "out", "out/runs", "parent folder of the run's report folder")
-	f.StringVar(&backend, "backend", "auto", "where servers and clients run: local (processes here), docker (containers), auto (docker when an engine answers and the images are here, else local)")
-	f.StringToStringVar(&imgs, "image", nil, "image of a system on the docker backend, e.g. --image zookeeper=zookeeper:3.8 (also CHAOSLAB_ZOOKEEPER_IMAGE, CHAOSLAB_CLIENT_IMAGE, or topology.zookeeper.image)")
+	f.StringVar(&placement, "placement", "auto", "where servers and clients run: local (processes here), docker (containers), auto (docker when an engine answers and the images are here, else local, unless the workload was calibrated on one)")
+	f.StringVar(&placement, "backend", "auto", "the same as --placement")
+	_ = f.MarkHidden("backend")
+	f.StringToStringVar(&imgs, "image", nil, "image of a system on the docker placement, e.g. --image zookeeper=zookeeper:3.8 (also CHAOSLAB_ZOOKEEPER_IMAGE, CHAOSLAB_CLIENT_IMAGE, or topology.zookeeper.image)")
 	return cmd
 }
 

@@ -40,9 +40,14 @@ type Options struct {
 type Member struct {
 	name   string
 	client string // http://127.0.0.1:port
+	args   []string
+	out    io.Writer
+
+	mu     sync.Mutex
 	cmd    *exec.Cmd
 	done   chan struct{}
 	err    error
+	paused bool
 }
 
 // Name is the member name (etcd1...).
@@ -52,7 +57,131 @@ func (m *Member) Name() string { return m.name }
 func (m *Member) Endpoint() string { return m.client }
 
 // Pid is the member's process id.
-func (m *Member) Pid() int { return m.cmd.Process.Pid }
+func (m *Member) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cmd.Process.Pid
+}
+
+// start runs the member's process (again, with the same data).
+func (m *Member) start() error {
+	cmd := exec.Command(m.args[0], m.args[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = m.out, m.out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", m.name, err)
+	}
+	done := make(chan struct{})
+	m.mu.Lock()
+	m.cmd, m.done, m.paused = cmd, done, false
+	m.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		m.mu.Lock()
+		m.err = err
+		m.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func (m *Member) state() (*exec.Cmd, chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cmd, m.done
+}
+
+// Running reports whether the member's process runs.
+func (m *Member) Running() bool {
+	_, done := m.state()
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Paused reports whether the member is stopped by Pause.
+func (m *Member) Paused() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.paused
+}
+
+func (m *Member) signal(sig syscall.Signal) error {
+	cmd, done := m.state()
+	select {
+	case <-done:
+		return fmt.Errorf("signal %s: not running", m.name)
+	default:
+	}
+	return syscall.Kill(-cmd.Process.Pid, sig)
+}
+
+// Pause stops the member's process (SIGSTOP); Resume continues it.
+func (m *Member) Pause() error {
+	if err := m.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.paused = true
+	m.mu.Unlock()
+	return nil
+}
+
+// Resume continues a paused member (SIGCONT).
+func (m *Member) Resume() error {
+	if err := m.signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.paused = false
+	m.mu.Unlock()
+	return nil
+}
+
+// Kill kills the member's process (SIGKILL) and waits for it.
+func (m *Member) Kill() error {
+	_, done := m.state()
+	_ = m.signal(syscall.SIGCONT)
+	if err := m.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-done
+	return nil
+}
+
+// Restart starts a member that is down again, with its data, and waits
+// until it answers.
+func (m *Member) Restart(ctx context.Context) error {
+	if m.Running() {
+		if err := m.Kill(); err != nil {
+			return err
+		}
+	}
+	if err := m.start(); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cli.Status(sctx, m.client)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart %s: %w (last: %v)", m.name, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
 
 // Cluster is a running local etcd cluster.
 type Cluster struct {
@@ -108,23 +237,19 @@ func Start(ctx context.Context, o Options) (c *Cluster, err error) {
 		if err := os.MkdirAll(data, 0o700); err != nil {
 			return c, fmt.Errorf("start etcd: %w", err)
 		}
-		cmd := exec.Command(o.Binary,
+		m := &Member{name: name, client: client, out: io.Discard, args: []string{o.Binary,
 			"--name", name, "--data-dir", data,
 			"--listen-client-urls", client, "--advertise-client-urls", client,
 			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", token, "--log-level", "warn",
-			"--listen-metrics-urls", "", "--heartbeat-interval", "100", "--election-timeout", "1000")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			"--listen-metrics-urls", "", "--heartbeat-interval", "100", "--election-timeout", "1000"}}
 		if o.Logs != nil {
-			w := o.Logs(name)
-			cmd.Stdout, cmd.Stderr = w, w
+			m.out = o.Logs(name)
 		}
-		if err := cmd.Start(); err != nil {
-			return c, fmt.Errorf("start %s: %w", name, err)
+		if err := m.start(); err != nil {
+			return c, err
 		}
-		m := &Member{name: name, client: client, cmd: cmd, done: make(chan struct{})}
-		go func() { m.err = cmd.Wait(); close(m.done) }()
 		c.members = append(c.members, m)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -180,10 +305,8 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 
 func (c *Cluster) health(ctx context.Context, cli *clientv3.Client) error {
 	for _, m := range c.members {
-		select {
-		case <-m.done:
-			return fmt.Errorf("%s exited: %v", m.name, m.err)
-		default:
+		if !m.Running() {
+			return fmt.Errorf("%s is not running", m.name)
 		}
 		sctx, cancel := context.WithTimeout(ctx, time.Second)
 		st, err := cli.Status(sctx, m.client)
@@ -209,14 +332,16 @@ func (c *Cluster) Close() error {
 	c.once.Do(func() {
 		var errs []error
 		for _, m := range c.members {
-			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
+			_ = m.signal(syscall.SIGCONT)
+			_ = m.signal(syscall.SIGTERM)
 		}
 		for _, m := range c.members {
+			_, done := m.state()
 			select {
-			case <-m.done:
+			case <-done:
 			case <-time.After(5 * time.Second):
-				_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-				<-m.done
+				_ = m.signal(syscall.SIGKILL)
+				<-done
 			}
 		}
 		if c.tmp {

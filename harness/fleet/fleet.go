@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,56 +24,19 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/frontend"
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // Config of a fleet.
 type Config struct {
-	// Servers is the fleet's size before capacity is added.
-	Servers int
-	// Added is how many servers the capacity addition brings.
-	Added int
-	// Launcher starts a server incarnation (a process or a container).
-	Launcher Launcher
+	*Settings
+	// Env is the variant's: where servers run, its clock, events and logs.
+	Env *lab.Env
 	// Etcd are the etcd endpoints as the servers reach them.
 	Etcd   []string
 	Prefix string
-
-	PeerThreads      string
-	PoolThreads      int
-	CellSize         int
-	Bootstrap        string
-	BootstrapTimeout time.Duration
-	LearnSpread      time.Duration
-	Heartbeat        time.Duration
-	LeaseTTL         int
-	// GoMaxProcs is each server's GOMAXPROCS (0 = the Go default).
-	GoMaxProcs int
-
-	// ThreadLimit is each server's pids.max: the OS thread limit.
-	ThreadLimit int
-	// CPUCores holds each server to this many cores (0 = no limit).
-	CPUCores float64
-
-	// StartSpread spreads the first start of the fleet.
-	StartSpread time.Duration
-	// RestartRate is the operator's restart pace in servers per second
-	// (0 = every server at once).
-	RestartRate float64
-
-	// Health checks: every HealthInterval a GET /status with HealthTimeout;
-	// a failure is no answer, or a shard-map still incomplete HealthGrace
-	// after the start; HealthFailures failures in a row remove the server
-	// (it is stopped and waits for the operator's restart).
+	// HealthInterval is the period of the health checks (default 1s).
 	HealthInterval time.Duration
-	HealthTimeout  time.Duration
-	HealthGrace    time.Duration
-	HealthFailures int
-
-	Seed    uint64
-	LogDir  string
-	Clock   func(time.Time) float64
-	OnEvent func(kind, source, detail string)
-	Logger  *slog.Logger
 }
 
 // Sample is one observation of one server.
@@ -111,7 +74,8 @@ type Server struct {
 	mu       sync.Mutex
 	inc      int
 	starting bool // an incarnation is being launched
-	proc     Proc
+	proc     lab.Proc
+	port     string // of its HTTP endpoints, as it printed it
 	started  time.Time
 	done     chan struct{}
 	stopping string // why the harness is stopping it
@@ -153,33 +117,14 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if cfg.Servers < 1 {
 		return nil, errors.New("start fleet: want at least 1 server")
 	}
-	if cfg.Launcher == nil || len(cfg.Etcd) == 0 {
-		return nil, errors.New("start fleet: a launcher and etcd are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		t0 := time.Now()
-		cfg.Clock = func(t time.Time) float64 { return t.Sub(t0).Seconds() }
-	}
-	if cfg.OnEvent == nil {
-		cfg.OnEvent = func(string, string, string) {}
+	if cfg.Env == nil || len(cfg.Etcd) == 0 {
+		return nil, errors.New("start fleet: an environment and etcd are required")
 	}
 	if cfg.HealthInterval <= 0 {
 		cfg.HealthInterval = time.Second
 	}
-	if cfg.HealthTimeout <= 0 {
-		cfg.HealthTimeout = time.Second
-	}
-	if cfg.HealthFailures <= 0 {
-		cfg.HealthFailures = 3
-	}
-	if cfg.HealthGrace <= 0 {
-		cfg.HealthGrace = 15 * time.Second
-	}
 	fctx, cancel := context.WithCancel(ctx)
-	f := &Fleet{cfg: cfg, log: cfg.Logger, ctx: fctx, cancel: cancel,
+	f := &Fleet{cfg: cfg, log: cfg.Env.Log, ctx: fctx, cancel: cancel,
 		http:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}},
 		restart: make(chan *Server, 4096)}
 	for i := 1; i <= cfg.Servers; i++ {
@@ -190,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		defer f.wg.Done()
 		for i, s := range f.Originals() {
 			if i > 0 && cfg.StartSpread > 0 {
-				if !sleep(fctx, cfg.StartSpread/time.Duration(cfg.Servers)) {
+				if !sleep(fctx, cfg.StartSpread.D()/time.Duration(cfg.Servers)) {
 					return
 				}
 			}
@@ -206,7 +151,8 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 
 func (f *Fleet) newServer(i int, added bool) *Server {
 	id := fmt.Sprintf("fe-%02d", i)
-	return &Server{ID: id, Index: i, Added: added, f: f, logPath: filepath.Join(f.cfg.LogDir, id+".log")}
+	abs, _ := f.cfg.Env.LogPath(id)
+	return &Server{ID: id, Index: i, Added: added, f: f, logPath: abs}
 }
 
 // Servers returns every slot, originals first, added ones after.
@@ -245,21 +191,40 @@ func (f *Fleet) Active() []*Server {
 // Name is the fleet's name as a fault target.
 func (f *Fleet) Name() string { return "fleet" }
 
-func (f *Fleet) event(kind, source, detail string) { f.cfg.OnEvent(kind, source, detail) }
+func (f *Fleet) event(kind, source, detail string) { f.cfg.Env.Event(kind, source, detail) }
 
-// args are the server's command line after the program.
-func (f *Fleet) args(s *Server, inc int) []string {
+// program is one incarnation of a server: chaoslab's front-end agent
+// under the thread limit (pids) and CPU share.
+func (f *Fleet) program(s *Server, inc int, stderr io.Writer) lab.Program {
 	c := f.cfg
-	a := append([]string{"agent", "kinesis-frontend"}, c.Launcher.ServerArgs(s.ID)...)
-	a = append(a,
-		"--id", s.ID, "--index", strconv.Itoa(s.Index),
-		"--etcd", strings.Join(c.Etcd, ","), "--prefix", c.Prefix,
-		"--peer-threads", c.PeerThreads, "--pool-threads", strconv.Itoa(max(c.PoolThreads, 1)),
-		"--cell-size", strconv.Itoa(c.CellSize), "--bootstrap", c.Bootstrap,
-		"--bootstrap-timeout", c.BootstrapTimeout.String(), "--learn-spread", c.LearnSpread.String(),
-		"--heartbeat", c.Heartbeat.String(), "--lease-ttl", strconv.Itoa(max(c.LeaseTTL, 1)),
-		"--seed", strconv.FormatUint(c.Seed+uint64(s.Index)*1000+uint64(inc), 10))
-	return a
+	host, adv := c.Env.Site.Listen()
+	cfg := frontend.Config{Settings: c.Settings.Settings, ID: s.ID, Index: s.Index, Etcd: c.Etcd, Prefix: c.Prefix,
+		ListenHost: host, Advertise: adv, Seed: c.Env.Seed + uint64(s.Index)*1000 + uint64(inc)}
+	var env []string
+	if c.GoMaxProcs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(c.GoMaxProcs))
+	}
+	return lab.Program{
+		Name: fmt.Sprintf("%s-%d", s.ID, inc), Alias: s.ID, Role: "frontend", Agent: AgentName, Config: cfg, Env: env,
+		Limits: lab.Limits{Pids: c.ThreadLimit, CPUCores: c.CPUQuota}, Stderr: stderr,
+		Stdout: func(line []byte) { s.listening(line) },
+	}
+}
+
+// listening reads the addresses a server prints once it listens: the
+// harness reaches its route port at the program's host.
+func (s *Server) listening(line []byte) {
+	var a struct{ Route string }
+	if json.Unmarshal(line, &a) != nil || a.Route == "" {
+		return
+	}
+	_, port, err := net.SplitHostPort(a.Route)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.port = port
 }
 
 // start runs a new incarnation of s through the launcher; it returns once
@@ -300,17 +265,12 @@ func (f *Fleet) start(s *Server) {
 		f.event("note", s.ID, "could not open its log: "+err.Error())
 		return
 	}
-	args := f.args(s, inc)
-	fmt.Fprintf(logf, "=== %s start %d: %s\n", time.Now().Format(time.RFC3339Nano), inc, strings.Join(args, " "))
+	fmt.Fprintf(logf, "=== %s start %d\n", time.Now().Format(time.RFC3339Nano), inc)
 	tail := &tailWriter{w: logf, max: 8 << 10}
-	var env []string
-	if f.cfg.GoMaxProcs > 0 {
-		env = append(env, "GOMAXPROCS="+strconv.Itoa(f.cfg.GoMaxProcs))
-	}
-	p, err := f.cfg.Launcher.Start(f.ctx, Launch{
-		ID: s.ID, Inc: inc, Args: args, Env: env,
-		ThreadLimit: f.cfg.ThreadLimit, CPUCores: f.cfg.CPUCores, Stderr: tail,
-	})
+	s.mu.Lock()
+	s.port = ""
+	s.mu.Unlock()
+	p, err := f.cfg.Env.Site.Start(f.ctx, f.program(s, inc, tail))
 	if err != nil {
 		logf.Close()
 		f.event("note", s.ID, "could not start: "+err.Error())
@@ -332,8 +292,9 @@ func (f *Fleet) start(s *Server) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		pe := p.Wait()
-		_, refused := p.Pids()
+		<-p.Done()
+		pe := p.Exit()
+		refused := p.Stats().PidsRefused
 		s.mu.Lock()
 		why := s.stopping
 		threads := 0
@@ -348,7 +309,7 @@ func (f *Fleet) start(s *Server) {
 				e.How = "the Go runtime aborted: " + tail.mark
 			}
 		}
-		e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Clock(time.Now()), s.ID, refused, threads
+		e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Env.Now(), s.ID, refused, threads
 		if err := p.Release(); err != nil {
 			f.log.Warn("release server", "server", s.ID, "err", err)
 		}
@@ -409,7 +370,7 @@ func (f *Fleet) stop(s *Server, why string, grace time.Duration) {
 
 // AddCapacity starts the Added new servers at once.
 func (f *Fleet) AddCapacity(ctx context.Context) ([]string, error) {
-	n := f.cfg.Added
+	n := f.cfg.Added()
 	if n < 1 {
 		return nil, errors.New("add capacity: the addition is 0 servers (fleet.add_fraction)")
 	}
@@ -526,7 +487,7 @@ func (f *Fleet) checkHealth(ctx context.Context) {
 
 func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 	now := time.Now()
-	smp := Sample{T: f.cfg.Clock(now)}
+	smp := Sample{T: f.cfg.Env.Clock(now)}
 	s.mu.Lock()
 	p, started := s.proc, s.started
 	s.mu.Unlock()
@@ -540,12 +501,11 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 	if pid := p.Pid(); pid > 0 {
 		smp.Threads, _ = frontend.ProcThreads(pid)
 	}
-	cur, _ := p.Pids()
-	smp.Pids = int(cur)
-	route := p.Route()
+	smp.Pids = int(p.Stats().Pids)
+	route := s.Route()
 	var st frontend.Status
 	if route != "" {
-		rctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout)
+		rctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout.D())
 		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+route+"/status", nil)
 		resp, err := f.http.Do(req)
 		if err == nil {
@@ -557,7 +517,7 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 		cancel()
 	}
 	smp.Ready, smp.Peers, smp.Synced = st.Ready, st.PeersKnown, st.PeersSynced
-	healthy := smp.Answered && (st.Ready || time.Since(started) < f.cfg.HealthGrace)
+	healthy := smp.Answered && (st.Ready || time.Since(started) < f.cfg.HealthGrace.D())
 	s.mu.Lock()
 	s.samples = append(s.samples, smp)
 	if smp.Ready && s.readyAt.IsZero() {
@@ -617,7 +577,7 @@ func (f *Fleet) WaitReady(ctx context.Context) error {
 		for _, s := range f.Active() {
 			s.mu.Lock()
 			ok := s.proc != nil && !s.started.Before(since) && len(s.samples) > 0 && s.samples[len(s.samples)-1].Ready &&
-				s.samples[len(s.samples)-1].T >= f.cfg.Clock(s.started)
+				s.samples[len(s.samples)-1].T >= f.cfg.Env.Clock(s.started)
 			s.mu.Unlock()
 			if !ok {
 				all = false
@@ -685,15 +645,15 @@ func (s *Server) Snapshot() Snapshot {
 		Samples: append([]Sample(nil), s.samples...), Exits: append([]Exit(nil), s.exits...), Log: s.logPath}
 }
 
-// Route returns the server's routing address ("" when down).
+// Route returns where the harness reaches the server's HTTP endpoints
+// ("" when down or not listening yet).
 func (s *Server) Route() string {
 	s.mu.Lock()
-	p := s.proc
-	s.mu.Unlock()
-	if p == nil {
+	defer s.mu.Unlock()
+	if s.proc == nil || s.port == "" {
 		return ""
 	}
-	return p.Route()
+	return net.JoinHostPort(s.proc.Host(), s.port)
 }
 
 // Ready reports whether the last health check found the shard-map complete.
@@ -708,7 +668,7 @@ func (s *Server) Ready() bool {
 // thread (runtime/os_linux.go newosproc, and cgo's pthread_create).
 var threadLimitMarks = []string{"failed to create new OS thread", "pthread_create failed", "newosproc"}
 
-func describeExit(pe ProcExit, stderrTail, why string) Exit {
+func describeExit(pe lab.ProcExit, stderrTail, why string) Exit {
 	e := Exit{Code: pe.Code, Signal: pe.Signal, ByHarness: why}
 	werr := pe.Err
 	for _, m := range threadLimitMarks {

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // What the Go runtime prints when the OS refuses a thread, with and without
@@ -23,16 +25,16 @@ func TestThreadLimitMarks(t *testing.T) {
 		if !strings.HasPrefix(tw.mark, "runtime") {
 			t.Fatalf("mark %q", tw.mark)
 		}
-		e := describeExit(ProcExit{Code: 2}, tw.String(), "")
+		e := describeExit(lab.ProcExit{Code: 2}, tw.String(), "")
 		if e.ThreadLimit {
 			t.Fatal("the tail alone (after a long dump) should not carry the mark; the stream does")
 		}
 	}
-	e := describeExit(ProcExit{Code: 2}, "runtime: failed to create new OS thread (have 40 already; errno=11)\n", "")
+	e := describeExit(lab.ProcExit{Code: 2}, "runtime: failed to create new OS thread (have 40 already; errno=11)\n", "")
 	if !e.ThreadLimit || !strings.Contains(e.How, "failed to create new OS thread") {
 		t.Fatalf("%+v", e)
 	}
-	e = describeExit(ProcExit{Code: -1, Signal: "killed"}, "", "removed by the health check")
+	e = describeExit(lab.ProcExit{Code: -1, Signal: "killed"}, "", "removed by the health check")
 	if e.ThreadLimit || e.How != "removed by the health check" {
 		t.Fatalf("%+v", e)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/etcdlocal"
 	"github.com/chaoslab/chaoslab/harness/frontend"
 	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 func TestTableRouteAndDigest(t *testing.T) {
@@ -94,11 +95,13 @@ func TestIntegration_FrontendFleetRoutes(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					st := frontend.DefaultSettings()
+					st.Bootstrap, st.PeerThreads = boot, frontend.PerPeer
+					st.Heartbeat, st.LeaseTTL = lab.Duration(200*time.Millisecond), lab.Duration(2*time.Second)
+					st.BootstrapTimeout = lab.Duration(time.Second)
 					err := frontend.Run(sctx, frontend.Config{
-						ID: id, Index: i, Etcd: ec.Endpoints(), Prefix: prefix, Bootstrap: boot,
-						PeerThreads: frontend.PerPeer, Heartbeat: 200 * time.Millisecond, LeaseTTL: 2,
-						BootstrapTimeout: time.Second,
-						Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+						Settings: st, ID: id, Index: i, Etcd: ec.Endpoints(), Prefix: prefix,
+						Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 						OnListen: func(_, route string) {
 							mu.Lock()
 							routes[id] = route

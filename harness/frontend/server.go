@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -34,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -49,41 +51,76 @@ const (
 	FromStore = "store"
 )
 
-// Config of one front-end server.
-type Config struct {
-	ID    string
-	Index int // 1-based position in the fleet; decides the cell
-	Etcd  []string
-	// Prefix is the etcd prefix of the fleet (members/, shards/ below it).
-	Prefix string
-	// PeerListen and RouteListen are the listen addresses (127.0.0.1:0 picks a port).
-	PeerListen, RouteListen string
-	// Advertise is the host peers dial (default: PeerListen's host; "auto":
-	// the first IPv4 address of a non-loopback interface).
-	Advertise string
-	// PeerThreads is per-peer or pool; PoolThreads sizes the pool.
-	PeerThreads string
-	PoolThreads int
+// Settings are a front-end server's own settings, declared once: part of
+// a kinesis-frontend workload's settings in a scenario, and of each
+// server's Config.
+type Settings struct {
+	// PeerThreads is per-peer (one goroutine locked to an OS thread for
+	// every peer: the incident) or pool (PoolThreads threads, whatever the
+	// fleet's size).
+	PeerThreads string `yaml:"peer_threads" json:"peer_threads"`
+	// PoolThreads sizes the pool.
+	PoolThreads int `yaml:"pool_threads" json:"pool_threads"`
 	// CellSize > 0 splits the fleet into cells of that many servers by
-	// Index; a server only peers inside its cell.
-	CellSize int
-	// Bootstrap is where the shard table comes from at start: peers (full
-	// shard-maps over every peer connection, the store only when no peer
-	// answers within BootstrapTimeout) or store (etcd; peers send digests).
-	Bootstrap        string
-	BootstrapTimeout time.Duration
-	// LearnSpread: a new member is learned after a random delay up to this
-	// (the incident: up to an hour).
-	LearnSpread time.Duration
+	// index; a server only peers inside its cell (0: one cell).
+	CellSize int `yaml:"cell_size" json:"cell_size"`
+	// Bootstrap is where a starting server gets the shard table: peers
+	// (every peer sends its full shard-map, the store only when no peer
+	// answers within BootstrapTimeout: the incident) or store (etcd, the
+	// action item; peers then send digests).
+	Bootstrap string `yaml:"bootstrap" json:"bootstrap"`
+	// BootstrapTimeout: with bootstrap peers, how long a server waits for
+	// a peer's shard-map before it reads the store.
+	BootstrapTimeout lab.Duration `yaml:"bootstrap_timeout" json:"bootstrap_timeout"`
+	// LearnSpread: a running server learns of a new member after a random
+	// delay up to this (the incident: up to an hour; scaled down).
+	LearnSpread lab.Duration `yaml:"learn_spread" json:"learn_spread"`
 	// Heartbeat is the peer message interval; a peer silent for 3 of them
 	// makes the shard-map incomplete.
-	Heartbeat time.Duration
-	// LeaseTTL is the membership lease, in seconds.
-	LeaseTTL int
-	Seed     uint64
-	Logger   *slog.Logger
-	// OnListen, when set, gets the bound addresses (for tests).
-	OnListen func(peer, route string)
+	Heartbeat lab.Duration `yaml:"heartbeat" json:"heartbeat"`
+	// LeaseTTL is the membership lease in etcd (whole seconds): a server
+	// that dies without leaving stays a member this long.
+	LeaseTTL lab.Duration `yaml:"lease_ttl" json:"lease_ttl"`
+}
+
+// DefaultSettings are a front-end server's defaults.
+func DefaultSettings() Settings {
+	return Settings{PeerThreads: PerPeer, PoolThreads: 4, Bootstrap: FromPeers, BootstrapTimeout: lab.Duration(3 * time.Second),
+		Heartbeat: lab.Duration(time.Second), LeaseTTL: lab.Duration(3 * time.Second)}
+}
+
+// Check validates a server's settings.
+func (s Settings) Check() []lab.Problem {
+	var c lab.Checks
+	c.Need(s.PeerThreads == PerPeer || s.PeerThreads == Pool, "peer_threads", "want %s or %s, got %q", PerPeer, Pool, s.PeerThreads)
+	c.Need(s.PoolThreads >= 1, "pool_threads", "want at least 1")
+	c.Need(s.CellSize >= 0, "cell_size", "want >= 0")
+	c.Need(s.Bootstrap == FromPeers || s.Bootstrap == FromStore, "bootstrap", "want %s or %s, got %q", FromPeers, FromStore, s.Bootstrap)
+	c.Need(s.BootstrapTimeout.D() > 0, "bootstrap_timeout", "want > 0")
+	c.Need(s.LearnSpread.D() >= 0, "learn_spread", "want >= 0")
+	c.Need(s.Heartbeat.D() > 0, "heartbeat", "want > 0")
+	c.Need(s.LeaseTTL.D() >= time.Second, "lease_ttl", "want at least 1s")
+	return c
+}
+
+// Config of one front-end server: the JSON document its agent gets.
+type Config struct {
+	Settings
+	ID    string   `json:"id"`
+	Index int      `json:"index"` // 1-based position in the fleet; decides the cell
+	Etcd  []string `json:"etcd"`
+	// Prefix is the etcd prefix of the fleet (members/, shards/ below it).
+	Prefix string `json:"prefix"`
+	// ListenHost is the address to listen on (127.0.0.1; 0.0.0.0 in a
+	// container); ports are picked by the kernel and printed on stdout.
+	ListenHost string `json:"listen_host"`
+	// Advertise is the host peers dial (default: ListenHost; "auto": the
+	// first IPv4 address of a non-loopback interface).
+	Advertise string       `json:"advertise"`
+	Seed      uint64       `json:"seed"`
+	Logger    *slog.Logger `json:"-"`
+	// OnListen, when set, gets the bound addresses.
+	OnListen func(peer, route string) `json:"-"`
 }
 
 func (c *Config) defaults() error {
@@ -93,40 +130,14 @@ func (c *Config) defaults() error {
 	if len(c.Etcd) == 0 {
 		return errors.New("front-end: etcd endpoints required")
 	}
+	if ps := c.Settings.Check(); len(ps) > 0 {
+		return fmt.Errorf("front-end: %s: %s", ps[0].Field, ps[0].Msg)
+	}
 	if c.Prefix == "" {
 		c.Prefix = "/chaoslab/kinesis"
 	}
-	if c.PeerListen == "" {
-		c.PeerListen = "127.0.0.1:0"
-	}
-	if c.RouteListen == "" {
-		c.RouteListen = "127.0.0.1:0"
-	}
-	switch c.PeerThreads {
-	case "":
-		c.PeerThreads = PerPeer
-	case PerPeer, Pool:
-	default:
-		return fmt.Errorf("front-end: peer threads %q: want %s or %s", c.PeerThreads, PerPeer, Pool)
-	}
-	if c.PoolThreads <= 0 {
-		c.PoolThreads = 4
-	}
-	switch c.Bootstrap {
-	case "":
-		c.Bootstrap = FromPeers
-	case FromPeers, FromStore:
-	default:
-		return fmt.Errorf("front-end: bootstrap %q: want %s or %s", c.Bootstrap, FromPeers, FromStore)
-	}
-	if c.BootstrapTimeout <= 0 {
-		c.BootstrapTimeout = 3 * time.Second
-	}
-	if c.Heartbeat <= 0 {
-		c.Heartbeat = time.Second
-	}
-	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 3
+	if c.ListenHost == "" {
+		c.ListenHost = "127.0.0.1"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -214,12 +225,12 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	peerLn, err := net.Listen("tcp", cfg.PeerListen)
+	peerLn, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, "0"))
 	if err != nil {
 		return fmt.Errorf("listen for peers: %w", err)
 	}
 	defer peerLn.Close()
-	routeLn, err := net.Listen("tcp", cfg.RouteListen)
+	routeLn, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, "0"))
 	if err != nil {
 		return fmt.Errorf("listen for requests: %w", err)
 	}
@@ -284,7 +295,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // register puts the member key under a lease kept alive until ctx ends.
 func (s *Server) register(ctx context.Context, me Member) (clientv3.LeaseID, error) {
-	lease, err := s.cli.Grant(ctx, int64(s.cfg.LeaseTTL))
+	lease, err := s.cli.Grant(ctx, int64(math.Ceil(s.cfg.LeaseTTL.D().Seconds())))
 	if err != nil {
 		return 0, fmt.Errorf("grant lease: %w", err)
 	}
@@ -315,9 +326,9 @@ func (s *Server) bootstrap(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
-		case <-time.After(s.cfg.BootstrapTimeout):
+		case <-time.After(s.cfg.BootstrapTimeout.D()):
 		}
-		s.log.Info("no peer sent its shard-map in time; reading the table from the store", "after", s.cfg.BootstrapTimeout)
+		s.log.Info("no peer sent its shard-map in time; reading the table from the store", "after", s.cfg.BootstrapTimeout.D())
 	}
 	for ctx.Err() == nil {
 		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -369,8 +380,8 @@ func (s *Server) watchMembers(ctx context.Context) error {
 				continue
 			}
 			var delay time.Duration
-			if s.cfg.LearnSpread > 0 {
-				delay = time.Duration(r.Int64N(int64(s.cfg.LearnSpread)))
+			if s.cfg.LearnSpread.D() > 0 {
+				delay = time.Duration(r.Int64N(int64(s.cfg.LearnSpread.D())))
 			}
 			s.memberUp(ctx, ev.Kv.Value, delay)
 		}
@@ -479,7 +490,7 @@ func (s *Server) peerLoop(ctx context.Context, m Member, handle func([]byte)) {
 		if err == nil {
 			rd := bufio.NewReaderSize(conn, 64<<10)
 			for {
-				_ = conn.SetReadDeadline(time.Now().Add(5 * s.cfg.Heartbeat))
+				_ = conn.SetReadDeadline(time.Now().Add(5 * s.cfg.Heartbeat.D()))
 				line, err := rd.ReadBytes('\n')
 				if err != nil {
 					break
@@ -568,7 +579,7 @@ func (s *Server) servePeer(ctx context.Context, conn net.Conn) {
 		return
 	}
 	// Heartbeats until this server has a table; then the sync reply.
-	tick := time.NewTicker(s.cfg.Heartbeat)
+	tick := time.NewTicker(s.cfg.Heartbeat.D())
 	defer tick.Stop()
 	enc := json.NewEncoder(conn)
 	if enc.Encode(peerMsg{Op: "hb"}) != nil {
@@ -624,8 +635,8 @@ const joinGrace = 10
 func (s *Server) readyLocked(now time.Time) (ready bool, synced int) {
 	ok := s.table != nil
 	for _, p := range s.peers {
-		heard := !p.lastSeen.IsZero() && now.Sub(p.lastSeen) <= 3*s.cfg.Heartbeat
-		joining := p.lastSeen.IsZero() && !s.readyAt.IsZero() && now.Sub(p.learned) < joinGrace*s.cfg.Heartbeat
+		heard := !p.lastSeen.IsZero() && now.Sub(p.lastSeen) <= 3*s.cfg.Heartbeat.D()
+		joining := p.lastSeen.IsZero() && !s.readyAt.IsZero() && now.Sub(p.learned) < joinGrace*s.cfg.Heartbeat.D()
 		good := joining || heard && (!p.ready || (p.synced && p.digest == s.digest))
 		if good {
 			synced++
@@ -678,7 +689,7 @@ func (s *Server) status() Status {
 		switch {
 		case p.lastSeen.IsZero():
 			st.Waiting = append(st.Waiting, id+" (never heard)")
-		case now.Sub(p.lastSeen) > 3*s.cfg.Heartbeat:
+		case now.Sub(p.lastSeen) > 3*s.cfg.Heartbeat.D():
 			st.Waiting = append(st.Waiting, fmt.Sprintf("%s (silent %.0fs)", id, now.Sub(p.lastSeen).Seconds()))
 		case p.ready && !p.synced:
 			st.Waiting = append(st.Waiting, id+" (ready, no shard-map yet)")

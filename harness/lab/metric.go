@@ -250,3 +250,72 @@ func recoverBelow(pts []Point, from, bound float64) (float64, bool) {
 	}
 	return math.Max(0, lastBad-from), true
 }
+
+// ParseReducer reads a reducer written as a metric name:
+// REDUCE(SERIES[, BOUND])[@WINDOW], e.g. "max(client.pending)@from-fault"
+// or "time_above(server.outstanding_requests, 150)". isExpr is false when
+// the name is not written that way at all.
+func ParseReducer(s string) (r Reducer, isExpr bool, err error) {
+	open := strings.IndexByte(s, '(')
+	end := strings.LastIndexByte(s, ')')
+	if open <= 0 || end < open {
+		return r, false, nil
+	}
+	r.Reduce = s[:open]
+	args, rest := s[open+1:end], s[end+1:]
+	if w, ok := strings.CutPrefix(rest, "@"); ok {
+		r.Window = w
+	} else if rest != "" {
+		return r, true, fmt.Errorf("%s: want @WINDOW after the parenthesis, got %q", s, rest)
+	}
+	series, bound, hasBound := strings.Cut(args, ",")
+	r.Series = strings.TrimSpace(series)
+	if hasBound {
+		if _, err := fmt.Sscanf(strings.TrimSpace(bound), "%g", &r.Bound); err != nil {
+			return r, true, fmt.Errorf("%s: bound %q is not a number", s, strings.TrimSpace(bound))
+		}
+	}
+	if ps := r.Check(); len(ps) > 0 {
+		return r, true, fmt.Errorf("%s: %s %s", s, ps[0].Field, ps[0].Msg)
+	}
+	if r.bounded() != hasBound {
+		return r, true, fmt.Errorf("%s: %s takes a bound exactly when its name has one (time_above, time_below, recover_below)", s, r.Reduce)
+	}
+	return r, true, nil
+}
+
+// The pipeline's own series and metrics, for every scenario: the
+// cluster's leader as the sampler sees it, and its health around faults.
+const (
+	SeriesLeader = "cluster.leader"
+)
+
+// PipelineSeries are the series the runner records for every system.
+func PipelineSeries() []SeriesDef {
+	return []SeriesDef{{Name: SeriesLeader, Title: "A leader answers (1) or none does (0), per sample of the servers", Unit: "0/1"}}
+}
+
+// PipelineMetrics are the metrics the runner derives for every system.
+func PipelineMetrics() []MetricDef {
+	return []MetricDef{
+		{Name: "cluster.leaderless_s", Unit: "s", Doc: "time no member answered as leader, over the run (the servers' own answers, every sample)",
+			Reducer: &Reducer{Series: SeriesLeader, Reduce: "time_below", Bound: 1}},
+		{Name: "cluster.health_failures", Unit: "checks", Doc: "health checks around the faults (before each, after each) that did not find the cluster healthy in time"},
+		{Name: "cluster.healthy_after_fault_s", Unit: "s", Doc: "seconds from the end of the last fault until the cluster was healthy again (+Inf when not within the check's deadline)"},
+	}
+}
+
+// Describe says what the reducer measures, in a sentence.
+func (r Reducer) Describe() string {
+	what := map[string]string{
+		"max": "highest value", "min": "lowest value", "mean": "mean value", "last": "last value (the largest over sources)",
+		"time_above": fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
+		"time_below": fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
+		"recover_below": fmt.Sprintf("seconds from the window's start until below %g for good (the last source to get there; +Inf when one never does)", r.Bound),
+	}[r.Reduce]
+	window := map[string]string{
+		"": "over the run", "all": "over the run", "after-warmup": "after the warm-up", "from-fault": "from the start of the first fault on",
+		"during-faults": "from the start of the first fault to the end of the last", "after-faults": "after the last fault ended",
+	}[r.Window]
+	return fmt.Sprintf("%s of %s, %s", what, r.Series, window)
+}

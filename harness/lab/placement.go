@@ -69,6 +69,11 @@ type Site interface {
 	Placement() Placement
 	// Start runs a program under its limits; it returns once it runs.
 	Start(ctx context.Context, p Program) (Proc, error)
+	// Listen is where a program started here listens so that the harness
+	// and other programs reach it (127.0.0.1; 0.0.0.0 in a container), and
+	// the host it advertises to peers ("" for the listen host; "auto" for
+	// its own address on the site's network).
+	Listen() (host, advertise string)
 	// Note says which limits are not enforced here ("" when all are).
 	Note() string
 	// Close stops every program still running and removes the site.

@@ -71,3 +71,9 @@ type Agent struct {
 	Doc  string
 	Run  func(ctx context.Context, config json.RawMessage, stdout io.Writer, log *slog.Logger) error
 }
+
+// Preflighter is implemented by a kind that can tell before anything
+// starts that its settings cannot run on a placement.
+type Preflighter interface {
+	Preflight(p Placement, s Settings) error
+}

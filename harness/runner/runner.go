@@ -1,7 +1,8 @@
-// Package runner replays a scenario on real servers: for each variant it
-// starts the cluster, seeds it, starts the client processes under their
-// limits, injects the fault timeline with health checks around every fault,
-// samples servers and clients on one clock, and judges the hypotheses.
+// Package runner replays a scenario on real servers, through one pipeline
+// for every system, placement and workload kind: for each variant, system
+// up, seed, workload up, warm-up, the fault timeline with health checked
+// around every fault, observe, collect, verdict, report. It knows the
+// plug-ins only by their interfaces (harness/lab).
 package runner
 
 import (
@@ -9,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -31,22 +31,34 @@ type Options struct {
 	Seed     int64
 	// OutDir is the parent of the run folder (default out/runs).
 	OutDir string
-	// Backend: local (processes on this machine), docker (containers) or
-	// auto (docker when an engine answers and the images are here).
-	Backend string
+	// Placement: local (processes on this machine), docker (containers) or
+	// auto (docker when an engine answers and the images are here, unless
+	// the workload prefers another).
+	Placement string
 	// Images overrides the image of a system ("zookeeper", "client").
 	Images map[string]string
-	// ClientBinary is the program started as each client process; it must
-	// understand `agent zk-tree-mirror` (default: this executable).
-	ClientBinary string
-	// ClientArgs come before "agent ..." (e.g. a test binary's flags).
-	ClientArgs []string
-	// Rerun is the command that replays the run, for the report.
+	// AgentBinary runs chaoslab's agents as local processes (default: this
+	// executable); AgentArgs come before "agent ..." (a test binary's flags).
+	AgentBinary string
+	AgentArgs   []string
+	// Rerun is the command that replays the run (the placement chosen is
+	// added to it), for the report.
 	Rerun string
 	// OnEvent, when set, is called for every timeline event as it happens
 	// (faults, health checks, notes), e.g. to drive a game-day display.
-	OnEvent func(variant string, e reports.Event)
+	OnEvent func(variant string, e lab.Event)
 	Logger  *slog.Logger
+}
+
+// plan is what a run is made of, resolved before anything starts.
+type plan struct {
+	s     *scenarios.Scenario
+	sys   lab.System
+	kind  lab.Kind
+	plc   lab.Placement
+	why   string
+	topos map[string]lab.Settings
+	works map[string]lab.Settings
 }
 
 // Run replays s and writes its report. The returned report is always
@@ -59,35 +71,12 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("out", "runs")
 	}
-	var be backend
-	var why string
-	var err error
-	if isFleet(s) {
-		be, why, err = chooseFleetBackend(ctx, o.Backend, s, o)
-	} else {
-		be, why, err = chooseBackend(ctx, o.Backend, s, o)
-	}
-	if err != nil {
-		return nil, err
-	}
-	o.Backend = be.Name()
-	if err := preflight(be, s); err != nil {
-		return nil, err
-	}
 	if len(o.Variants) == 0 {
 		o.Variants = s.VariantNames()
 	}
-	for _, v := range o.Variants {
-		if _, ok := s.Variants[v]; !ok {
-			return nil, fmt.Errorf("run scenario: %s has no variant %q (has %s)", s.ID, v, strings.Join(s.VariantNames(), ", "))
-		}
-	}
-	if o.ClientBinary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find client binary: %w", err)
-		}
-		o.ClientBinary = exe
+	p, err := newPlan(ctx, s, &o)
+	if err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	runID := fmt.Sprintf("%s-%s", s.ID, start.UTC().Format("20060102T150405Z"))
@@ -98,58 +87,51 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
-	r := &reports.Report{
-		Backend:   be.Name(),
-		Schema:    reports.SchemaVersion,
-		RunID:     runID,
-		StartedAt: start,
-		Scenario:  s,
-		Seed:      o.Seed,
-		Host:      hostInfo(),
-		Versions:  versions(),
-		Rerun:     o.Rerun,
-	}
-	if s.Source != "" {
-		if b, err := readSource(s.Source); err == nil {
-			r.ScenarioYAML = string(b)
-		}
-	}
-	r.Case = caseRef(s.Case)
+	r := newReport(s, p, o, runID, start)
 	log := o.Logger.With("run", runID)
 	log.Info("run starting", "scenario", s.ID, "variants", o.Variants, "seed", o.Seed, "dir", dir,
-		"per_variant", s.RunLength().String())
-
-	if err := limits.Sweep(log); err != nil {
-		log.Warn("sweep leftover cgroups", "err", err)
+		"placement", p.plc.Name(), "per_variant", s.RunLength().String())
+	if p.why != "" {
+		log.Info("placement", "placement", p.plc.Name(), "why", p.why)
 	}
-	if why != "" {
-		log.Info("backend", "backend", be.Name(), "why", why)
-	}
-	r.BackendWhy = why
-	if db, ok := be.(dockerBackend); ok {
-		delete(r.Versions, "java") // the servers' Java is the image's, not this machine's
-		r.Versions["image zookeeper"] = db.zkImage
-		r.Versions["image client"] = db.clientImage
-	}
-	if err := be.Prepare(ctx, log); err != nil {
+	if err := p.prepare(ctx, log); err != nil {
 		return nil, err
 	}
+	runErr := p.variants(ctx, r, o, dir, log)
+	for k, v := range p.plc.Versions() {
+		r.Versions[k] = v
+	}
+	if w := p.plc.Why(); w != "" {
+		r.BackendWhy = strings.TrimSpace(r.BackendWhy + "; " + w)
+	}
+	r.EndedAt = time.Now()
+	if _, _, err := r.Recheck(nil); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if err := reports.Write(r, dir); err != nil {
+		return r, errors.Join(runErr, err)
+	}
+	return r, runErr
+}
 
+// variants runs each variant in turn on fresh servers.
+func (p *plan) variants(ctx context.Context, r *reports.Report, o Options, dir string, log *slog.Logger) error {
 	var runErr error
 	for i, name := range o.Variants {
-		vr := &reports.VariantResult{Name: name, Description: s.Variants[name].Description, Expect: verdict.Verdict(s.Expect[name])}
-		vr.Workload, _ = s.EffectiveWorkload(name)
+		vr := &reports.VariantResult{Name: name, Description: p.s.Variants[name].Description,
+			Expect: verdict.Verdict(p.s.Expect[name]), Noun: nouns(p.kind)}
+		vr.Workload = lab.Encode(map[string]any{"kind": p.kind.Name(), "settings": p.works[name]})
+		vr.Topology = lab.Encode(p.topos[name])
+		vr.Facts = facts(p.topos[name], p.works[name])
 		r.Variants = append(r.Variants, vr)
 		if ctx.Err() != nil {
 			vr.Verdict, vr.Reason = verdict.Aborted, "not started: the run was interrupted"
 			continue
 		}
-		seed := o.Seed + int64(i)*7919
-		log.Info("variant starting", "variant", name, "strategy", vr.Workload.Strategy, "clients", vr.Workload.Clients)
-		v := &variantRun{
-			s: s, name: name, vr: vr, seed: seed, dir: filepath.Join(dir, name),
-			runID: fmt.Sprintf("%s-%s-%d", s.ID, name, start.Unix()), opts: o, backend: be, log: log.With("variant", name),
-		}
+		v := &variant{p: p, name: name, vr: vr, o: o, index: i, of: len(o.Variants),
+			seed: uint64(o.Seed + int64(i)*7919), dir: filepath.Join(dir, name),
+			runID: fmt.Sprintf("%s-%s-%d", p.s.ID, name, time.Now().Unix()), log: log.With("variant", name)}
+		log.Info("variant starting", "variant", name, "of", fmt.Sprintf("%d/%d", i+1, len(o.Variants)))
 		err := v.run(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -159,40 +141,72 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 			vr.Verdict, vr.Reason = verdict.Inconclusive, "the lab failed: "+err.Error()
 			runErr = errors.Join(runErr, fmt.Errorf("variant %s: %w", name, err))
 		}
-		if fb, ok := be.(fleetBackend); ok && r.Versions["etcd"] == "" {
-			if fb.docker {
-				r.Versions["image etcd"] = fb.etcdImage
-				r.Versions["image front-end"] = fb.clientImage
-			} else {
-				r.Versions["etcd"] = images.EtcdVersion + " (" + *fb.etcdBin + ")"
-			}
-			delete(r.Versions, "java")
-		}
-		if r.Versions["zookeeper"] == "" && v.zkVersion != "" {
-			r.Versions["zookeeper"] = v.zkVersion
+		if v.version != "" {
+			r.Versions[p.sys.Name()] = v.version
 		}
 		vr.LogDir = name + "/logs"
-		log.Info("variant done", "variant", name, "metrics", shortMetrics(vr.Metrics))
+		log.Info("variant done", "variant", name, "verdict_inputs", shortMetrics(vr.Metrics, p.s))
 	}
-	r.EndedAt = time.Now()
-	if _, _, err := r.Recheck(nil); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	for _, vr := range r.Variants {
-		if vr.Verdict == "" {
-			vr.Verdict = verdict.Inconclusive
-		}
-	}
-	if err := reports.Write(r, dir); err != nil {
-		return r, errors.Join(runErr, err)
-	}
-	return r, runErr
+	return runErr
 }
 
-func shortMetrics(m map[string]verdict.Float) string {
+// newReport is the report's head: scenario, seed, host, versions, charts.
+func newReport(s *scenarios.Scenario, p *plan, o Options, runID string, start time.Time) *reports.Report {
+	r := &reports.Report{
+		Backend: p.plc.Name(), BackendWhy: p.why, Schema: reports.SchemaVersion, RunID: runID, StartedAt: start,
+		Scenario: s, Seed: o.Seed, Host: hostInfo(), Versions: versions(), Rerun: rerun(o.Rerun, p.plc.Name()),
+		Charts: append(append(lab.PipelineSeries(), p.sys.Series()...), p.kind.Series()...),
+	}
+	if b, err := readSource(s.Source); err == nil {
+		r.ScenarioYAML = string(b)
+	}
+	r.Case = reports.CaseRefFor(s.Case)
+	r.MetricDocs = metricDocs(s, p)
+	return r
+}
+
+// metricDocs say what each metric the scenario names measures.
+func metricDocs(s *scenarios.Scenario, p *plan) map[string]string {
+	known := scenarios.Metrics(p.sys, p.kind)
+	out := map[string]string{}
+	for _, name := range s.MetricNames() {
+		if m, ok := known[name]; ok {
+			out[name] = m.Doc
+		} else if red, isExpr, err := lab.ParseReducer(name); isExpr && err == nil {
+			out[name] = red.Describe()
+		}
+	}
+	return out
+}
+
+// rerun says which placement was used, so that the command replays there.
+func rerun(cmd, placement string) string {
+	if cmd == "" || strings.Contains(cmd, "--placement") {
+		return cmd
+	}
+	return cmd + " --placement " + placement
+}
+
+func nouns(k lab.Kind) [2]string {
+	one, many := k.Noun()
+	return [2]string{one, many}
+}
+
+// facts are the topology's and the workload's, as a person reads them.
+func facts(topo, work lab.Settings) []lab.Fact {
+	var out []lab.Fact
+	for _, s := range []lab.Settings{topo, work} {
+		if d, ok := s.(lab.Describer); ok {
+			out = append(out, d.Facts()...)
+		}
+	}
+	return out
+}
+
+// shortMetrics are the metrics the scenario judges, for the log.
+func shortMetrics(m map[string]lab.Float, s *scenarios.Scenario) string {
 	var parts []string
-	for _, k := range []string{"servers.outstanding_requests.max", "clients.oom_kills", "clients.rss_mb.max", "clients.fresh_after_fault_s",
-		"fleet.routing_success.min_server_after_trigger", "fleet.threads.max", "fleet.thread_limit_exits", "fleet.health_removals", "fleet.recovery_after_restart_s"} {
+	for _, k := range s.MetricNames() {
 		if v, ok := m[k]; ok {
 			parts = append(parts, fmt.Sprintf("%s=%s", k, verdict.FormatValue(float64(v))))
 		}
@@ -206,8 +220,6 @@ func readSource(path string) ([]byte, error) {
 	}
 	return scenarios.ReadBuiltin(filepath.Base(path))
 }
-
-func caseRef(id string) reports.CaseRef { return reports.CaseRefFor(id) }
 
 func hostInfo() reports.Host {
 	h := reports.Host{OS: runtime.GOOS + "/" + runtime.GOARCH, Cores: runtime.NumCPU()}
@@ -226,34 +238,29 @@ func hostInfo() reports.Host {
 
 func versions() map[string]string {
 	v := map[string]string{"go": runtime.Version()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v["chaoslab"] = bi.Main.Version
-		modified := false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				v["chaoslab"] = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if modified {
-			v["chaoslab"] += " (with uncommitted changes)"
-		}
-		for _, d := range bi.Deps {
-			switch d.Path {
-			case "github.com/go-zookeeper/zk":
-				v["go-zookeeper/zk"] = d.Version
-			case "go.etcd.io/etcd/client/v3":
-				v["etcd client"] = d.Version
-			}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	v["chaoslab"] = bi.Main.Version
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v["chaoslab"] = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
 		}
 	}
-	if out, err := javaVersion(); err == nil {
-		v["java"] = out
+	if modified {
+		v["chaoslab"] += " (with uncommitted changes)"
+	}
+	libs := map[string]string{"github.com/go-zookeeper/zk": "go-zookeeper/zk", "go.etcd.io/etcd/client/v3": "etcd client",
+		"github.com/hashicorp/consul/api": "consul api"}
+	for _, d := range bi.Deps {
+		if name, ok := libs[d.Path]; ok {
+			v[name] = d.Version
+		}
 	}
 	return v
 }
-
-// rng returns the variant's seeded random source.
-func rng(seed int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0xC4A05)) }

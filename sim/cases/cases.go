@@ -239,8 +239,9 @@ func aborted(r *reports.Report, cause error) *reports.Report {
 func variantResult(v Variant, res sim.Result, wall time.Duration) *reports.VariantResult {
 	vr := &reports.VariantResult{
 		Name: v.Name, Description: v.Description, StartedAt: time.Now().UTC(), Parameters: v.Parameters,
-		Faults: v.Faults, Metrics: map[string]verdict.Float{},
+		Faults: v.Faults,
 	}
+	vr.Metrics = map[string]verdict.Float{}
 	for k, x := range res.Metrics {
 		vr.Metrics[k] = verdict.Float(x)
 	}

@@ -174,6 +174,11 @@ func (s *Site) Image(name string) string { return s.p.Image(name) }
 
 func (s *Site) Note() string { return "" }
 
+// Listen: every interface of the container; peers dial its address on the
+// variant's network (no name lookups through the engine's DNS, which is
+// busy while dozens of containers start).
+func (s *Site) Listen() (string, string) { return "0.0.0.0", "auto" }
+
 // Close removes every container still there and the network, then sweeps
 // whatever else carries the variant's label.
 func (s *Site) Close() error {

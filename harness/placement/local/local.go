@@ -100,6 +100,9 @@ func (s *Site) Placement() lab.Placement { return s.p }
 // Limits is the variant's cgroup manager (servers held to a CPU share).
 func (s *Site) Limits() *limits.Manager { return s.mgr }
 
+// Listen: loopback.
+func (s *Site) Listen() (string, string) { return "127.0.0.1", "" }
+
 // Note says when no cgroup can be used: limits are then not enforced.
 func (s *Site) Note() string {
 	if s.mgr.Mode() == limits.ModeNone {

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"os"
 
+	_ "github.com/chaoslab/chaoslab/harness/plugins"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 func main() {
 	out := flag.String("o", "schema.json", "file to write (- for standard output)")
 	flag.Parse()
-	b, err := scenarios.Schema()
+	b, err := scenarios.Schema("..")
 	if err == nil {
 		if *out == "-" {
 			_, err = os.Stdout.Write(b)
