@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -30,14 +31,6 @@ func testScenario() *scenarios.Scenario {
 		Case:        "IL-0587",
 		System:      "zookeeper",
 		Description: "Twelve tree mirrors reconnect after the leader pauses; full-refresh mirrors flood the ensemble and run out of memory, paced ones do not.",
-		Topology:    scenarios.Topology{ZooKeeper: &scenarios.ZooKeeperTopology{Servers: 3, TickMS: 2000, HeapMB: 512}},
-		Workload: scenarios.Workload{
-			Kind: "zk-tree-mirror", Clients: 12, Strategy: "full-refresh", Retries: 3,
-			Tree:           scenarios.Tree{Path: "/proxies", Fanout: []int{10, 100, 10}, DataBytes: 256},
-			SessionTimeout: scenarios.Duration(10 * time.Second),
-			MemoryLimitMB:  256, Restart: true, RestartDelay: scenarios.Duration(2 * time.Second),
-			Writer: scenarios.Writer{RatePerSec: 50, Share: 0.1},
-		},
 		Timeline: scenarios.Timeline{
 			Warmup:  scenarios.Duration(30 * time.Second),
 			Faults:  []scenarios.FaultStep{{At: 0, Fault: "pause", Target: "leader", Duration: scenarios.Duration(20 * time.Second)}},
@@ -67,19 +60,23 @@ func testScenario() *scenarios.Scenario {
 var t0 = time.Date(2025, 11, 29, 14, 0, 0, 0, time.UTC)
 
 func testVariant(s *scenarios.Scenario, name string, vulnerable bool, start time.Time) *VariantResult {
-	w := s.Workload
+	strategy, window := "full-refresh", "none (full-refresh has no window)"
 	if !vulnerable {
-		w.Strategy, w.Window = "paced", 64
+		strategy, window = "paced", "64 requests in flight per client"
 	}
 	v := &VariantResult{
 		Name:        name,
 		Description: s.Variants[name].Description,
 		StartedAt:   start,
-		Workload:    w,
+		Workload:    lab.Encode(map[string]any{"kind": "zk-tree-mirror", "settings": map[string]any{"strategy": strategy, "clients": 12}}),
+		Facts:       []lab.Fact{{Name: "Kind", Value: "zk-tree-mirror"}, {Name: "Strategy", Value: strategy}, {Name: "Window", Value: window}, {Name: "Clients", Value: "12"},
+			{Name: "Tree nodes", Value: "11010 znodes under /proxies (fan-out 10×100×10, 256 B each)"}},
+		Noun:        [2]string{"client", "clients"},
 		Expect:      verdict.Verdict(s.Expect[name]),
 		Faults:      []FaultWindow{{Fault: "pause", Target: "leader", Member: "zk2", Start: 30, End: 50, Detail: "SIGSTOP for 20s"}},
 		LogDir:      "logs/" + name,
 	}
+	v.SetLimit("client.rss_mb", 256, "memory limit 256 MiB")
 	const n = 121 // one sample a second for two minutes
 	peakServer, peakPending := 180.0, 64.0
 	if vulnerable {
@@ -206,7 +203,17 @@ func testReport(t *testing.T) *Report {
 			"zookeeper": "3.4.13", "go-zookeeper/zk": "v1.0.4", "chaoslab": "v0.1.0", "docker": "27.3.1",
 		},
 		Variants: []*VariantResult{vuln, mit},
-		Rerun:    "chaoslab run il-0587-zk-treecache-reconnect-storm --seed 42 --backend docker",
+		Charts: []lab.SeriesDef{
+			{Name: "server.outstanding_requests", Title: "Outstanding requests at each server", Unit: "requests"},
+			{Name: "client.pending", Title: "Requests in flight + queued per client", Unit: "requests"},
+			{Name: "client.rss_mb", Title: "Client RSS (MiB)", Unit: "MiB", Marks: []string{"oom-kill"}},
+			{Name: "client.stale_s", Title: "Mirror staleness (s)", Unit: "s"},
+			{Name: "server.avg_latency_ms", Title: "Average request latency at each server (ms)", Unit: "ms"},
+			{Name: "server.connections", Title: "Alive client connections per server", Unit: "connections"},
+			{Name: "client.reconnects", Title: "Reconnects per client (cumulative)", Unit: "reconnects"},
+		},
+		MetricDocs: map[string]string{"clients.oom_kills": "client processes killed by the kernel's OOM killer"},
+		Rerun:      "chaoslab run il-0587-zk-treecache-reconnect-storm --seed 42 --backend docker",
 	}
 	byVariant := map[string]map[string]float64{}
 	var outcomes []verdict.Outcome
@@ -267,7 +274,9 @@ func TestWriteRoundTrip(t *testing.T) {
 		require.Equal(t, want.Faults, v.Faults)
 		require.Equal(t, want.Events, v.Events)
 		require.Equal(t, want.Clients, v.Clients)
-		require.Equal(t, want.Workload.Tree.Nodes(), v.Workload.Tree.Nodes())
+		require.JSONEq(t, string(want.Workload), string(v.Workload))
+		require.Equal(t, want.Facts, v.Facts)
+		require.Equal(t, want.Limits, v.Limits)
 		require.Len(t, v.Series, len(want.Series))
 		for j, s := range want.Series {
 			require.Equal(t, s.Name, v.Series[j].Name)

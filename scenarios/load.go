@@ -144,7 +144,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	root := doc.Content[0]
 	c := &checker{file: file}
 	c.walk(root, reflect.TypeOf(Scenario{}), "")
+	c.walkPlugins(root)
 	if len(c.errs) > 0 {
+		sort.SliceStable(c.errs, func(i, j int) bool { return c.errs[i].Line < c.errs[j].Line })
 		return nil, c.errs
 	}
 	var s Scenario

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
+	"github.com/chaoslab/chaoslab/harness/zkmirror"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
 )
@@ -139,7 +143,9 @@ func TestBuiltinScenariosLoad(t *testing.T) {
 			require.Contains(t, s.Variants, name)
 		}
 		for _, name := range s.VariantNames() {
-			_, err := s.EffectiveWorkload(name)
+			_, err := s.WorkloadFor(name)
+			require.NoError(t, err, "%s: variant %s", s.ID, name)
+			_, err = s.TopologyFor(name)
 			require.NoError(t, err, "%s: variant %s", s.ID, name)
 		}
 	}
@@ -181,54 +187,72 @@ func TestFind(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
-func TestEffectiveWorkload(t *testing.T) {
+func TestWorkloadFor(t *testing.T) {
 	s, err := scenarios.Find(il0587)
 	require.NoError(t, err)
 	require.Equal(t, []string{"vulnerable", "mitigated"}, s.VariantNames())
-	base := s.Workload
-	require.Empty(t, base.Strategy, "the strategy is the variants' business")
+	require.Equal(t, "zk-tree-mirror", s.Kind())
 
-	vul, err := s.EffectiveWorkload("vulnerable")
+	vs, err := s.WorkloadFor("vulnerable")
 	require.NoError(t, err)
+	vul := vs.(*zkmirror.Settings)
 	require.Equal(t, "full-refresh", vul.Strategy)
-	require.Zero(t, vul.Window)
+	require.Equal(t, 8, vul.Window, "the kind's default: full-refresh ignores it")
 
-	mit, err := s.EffectiveWorkload("mitigated")
+	ms, err := s.WorkloadFor("mitigated")
 	require.NoError(t, err)
+	mit := ms.(*zkmirror.Settings)
 	require.Equal(t, "paced", mit.Strategy)
 	require.Equal(t, 8, mit.Window)
 
-	// Every other field comes from the scenario's workload.
-	for _, w := range []scenarios.Workload{vul, mit} {
-		require.Equal(t, base.Clients, w.Clients)
-		require.Equal(t, base.Tree, w.Tree)
-		require.Equal(t, base.SessionTimeout, w.SessionTimeout)
-		w.Strategy, w.Window = "", 0
-		require.Equal(t, base, w)
+	// Every other field comes from the scenario's workload, or the default.
+	for _, w := range []*zkmirror.Settings{vul, mit} {
+		require.Equal(t, 12, w.Clients)
+		require.Equal(t, zkmirror.Tree{Root: "/chaoslab/deployments", Fanout: []int{30, 200}, DataBytes: 1024}, w.Tree)
+		require.Equal(t, 30*time.Second, w.SessionTimeout.D())
+		require.Equal(t, time.Second, w.RetryBase.D(), "not in the scenario: the default")
 	}
-
-	// The scenario's workload is left as it was, fan-out included.
+	// Each call decodes afresh: changing one leaves the next as it was.
 	mit.Tree.Fanout[0] = 999
-	require.Empty(t, s.Workload.Strategy)
-	require.NotEqual(t, 999, s.Workload.Tree.Fanout[0])
+	again, err := s.WorkloadFor("mitigated")
+	require.NoError(t, err)
+	require.Equal(t, 30, again.(*zkmirror.Settings).Tree.Fanout[0])
 
-	_, err = s.EffectiveWorkload("canary")
+	_, err = s.WorkloadFor("canary")
 	require.EqualError(t, err, `scenario il-0587-zk-treecache-reconnect-storm: no variant "canary"`)
 }
 
-func TestEffectiveWorkloadNested(t *testing.T) {
-	// A nested mapping overrides only the fields it names.
+func TestWorkloadForNested(t *testing.T) {
+	// A nested mapping overrides only the fields it names; a list is replaced.
 	text := edit(t, small, "      strategy: paced\n      window: 8\n",
 		"      strategy: paced\n      window: 8\n      tree:\n        fanout: [2, 5]\n      writer:\n        share: 0.5\n")
 	s, err := scenarios.Parse("nested.yaml", []byte(text))
 	require.NoError(t, err)
-	w, err := s.EffectiveWorkload("mitigated")
+	st, err := s.WorkloadFor("mitigated")
 	require.NoError(t, err)
-	require.Equal(t, scenarios.Tree{Path: "/chaoslab/deployments", Fanout: []int{2, 5}, DataBytes: 1024}, w.Tree)
-	require.Equal(t, scenarios.Writer{RatePerSec: 50, Share: 0.5}, w.Writer)
+	w := st.(*zkmirror.Settings)
+	require.Equal(t, zkmirror.Tree{Root: "/chaoslab/deployments", Fanout: []int{2, 5}, DataBytes: 1024}, w.Tree)
+	require.Equal(t, zkmirror.WriterSettings{RatePerSec: 50, Share: 0.5}, w.Writer)
 	require.Equal(t, 4, w.Clients)
 	require.Equal(t, 72, w.MemoryLimitMB)
-	require.Equal(t, []int{3, 20}, s.Workload.Tree.Fanout)
+	vul, err := s.WorkloadFor("vulnerable")
+	require.NoError(t, err)
+	require.Equal(t, []int{3, 20}, vul.(*zkmirror.Settings).Tree.Fanout)
+}
+
+func TestTopologyForVariant(t *testing.T) {
+	// A variant may change the topology too (IL-0277 raises initLimit).
+	text := edit(t, small, "      strategy: paced\n      window: 8\n",
+		"      strategy: paced\n      window: 8\n    topology:\n      zookeeper:\n        init_limit: 30\n")
+	s, err := scenarios.Parse("topo.yaml", []byte(text))
+	require.NoError(t, err)
+	mit, err := s.TopologyFor("mitigated")
+	require.NoError(t, err)
+	vul, err := s.TopologyFor("vulnerable")
+	require.NoError(t, err)
+	require.Equal(t, 30, mit.(*zookeeper.Topology).InitLimit)
+	require.Equal(t, 10, vul.(*zookeeper.Topology).InitLimit, "the default")
+	require.Equal(t, 3, mit.(*zookeeper.Topology).Servers)
 }
 
 func TestRunLength(t *testing.T) {
@@ -266,13 +290,17 @@ func TestParseSmall(t *testing.T) {
 	s, err := scenarios.Parse("small.yaml", []byte(small))
 	require.NoError(t, err)
 	require.Equal(t, "small.yaml", s.Source)
-	require.Equal(t, 3, s.Topology.ZooKeeper.Servers)
-	require.Equal(t, 3+3*20, s.Workload.Tree.Nodes())
+	topo, err := s.TopologyFor("mitigated")
+	require.NoError(t, err)
+	require.Equal(t, 3, topo.(*zookeeper.Topology).Servers)
+	w, err := s.WorkloadFor("mitigated")
+	require.NoError(t, err)
+	require.Equal(t, 3+3*20, w.(*zkmirror.Settings).Tree.Nodes())
 }
 
 func TestParseErrors(t *testing.T) {
 	acceptOnlyIL0587(t)
-	metrics := strings.Join(scenarios.MetricNames(), ", ")
+	metrics := knownMetrics(t)
 	cases := []struct {
 		name  string
 		text  string
@@ -326,19 +354,61 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "target: leader", "target: president"),
 		at:    "target:",
 		field: "timeline.faults[0].target",
-		msg:   `want leader, follower or any, got "president"`,
+		msg:   targets,
 	}, {
 		name:  "unknown fault",
 		text:  edit(t, small, "fault: pause", "fault: meteor"),
 		at:    "fault: meteor",
 		field: "timeline.faults[0].fault",
-		msg:   `unknown fault "meteor" (known: pause, kill-restart, cpu-throttle, replace, disconnect, add-capacity, restart-fleet)`,
+		msg:   `unknown fault "meteor" (known: add-capacity, cpu-throttle, disconnect, kill-restart, pause, replace, restart-fleet)`,
 	}, {
 		name:  "unknown metric in a hypothesis",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
 		at:    "clients.happiness",
 		field: "hypotheses[0].metric",
-		msg:   `unknown metric "clients.happiness" (known: ` + metrics + ")",
+		msg:   `unknown metric "clients.happiness" (known: ` + metrics + "; or a reducer such as max(SERIES)@from-fault)",
+	}, {
+		name:  "a reducer over an unknown series",
+		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(clients.joy)@from-fault"),
+		at:    "clients.joy",
+		field: "hypotheses[0].metric",
+		msg:   `max(clients.joy)@from-fault: unknown series "clients.joy" (known: cluster.leader, server.outstanding_requests, server.avg_latency_ms, server.connections, client.pending, client.rss_mb, client.stale_s, client.reconnects, client.connected, client.completed)`,
+	}, {
+		name:  "a reducer with a bad window",
+		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(client.pending)@tomorrow"),
+		at:    "client.pending",
+		field: "hypotheses[0].metric",
+		msg:   `max(client.pending)@tomorrow: window want one of all, after-warmup, from-fault, during-faults, after-faults, got "tomorrow"`,
+	}, {
+		name:  "a fault's unknown parameter",
+		text:  edit(t, small, "      duration: 15s\n", "      duration: 15s\n      params:\n        speed: 2\n"),
+		at:    "speed: 2",
+		field: "timeline.faults[0].params.speed",
+		msg:   "unknown field (known: )",
+	}, {
+		name:  "a fault's bad parameter",
+		text:  edit(t, small, "      fault: pause\n      target: leader\n      duration: 15s\n", "      fault: cpu-throttle\n      target: leader\n      duration: 15s\n      params:\n        cores: 0\n"),
+		at:    "cores: 0",
+		field: "timeline.faults[0].params.cores",
+		msg:   "want > 0, got 0",
+	}, {
+		name:  "a kind that does not run on the system",
+		text:  edit(t, small, "kind: zk-tree-mirror", "kind: kinesis-frontend"),
+		at:    "kind: kinesis-frontend",
+		field: "workload.kind",
+		msg:   "kinesis-frontend runs against etcd, not zookeeper",
+	}, {
+		name:  "an unknown kind",
+		text:  edit(t, small, "kind: zk-tree-mirror", "kind: zk-tree-hugger"),
+		at:    "kind: zk-tree-hugger",
+		field: "workload.kind",
+		msg:   `unknown workload kind "zk-tree-hugger" (known: kinesis-frontend, zk-tree-mirror)`,
+	}, {
+		name:  "an unknown system",
+		text:  edit(t, small, "system: zookeeper", "system: chubby"),
+		at:    "system: chubby",
+		field: "system",
+		msg:   `unknown system "chubby" (known: etcd, zookeeper)`,
 	}, {
 		name:  "expect names a missing variant",
 		text:  edit(t, small, "  mitigated: held\n", "  mitigated: held\n  canary: held\n"),
@@ -368,7 +438,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "window: 8", "windw: 8"),
 		at:    "windw:",
 		field: "variants.mitigated.workload.windw",
-		msg:   "unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within, fleet)",
+		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within)",
 	}, {
 		name:  "variant workload with a wrong kind",
 		text:  edit(t, small, "window: 8", "window: eight"),
@@ -376,11 +446,11 @@ func TestParseErrors(t *testing.T) {
 		field: "variants.mitigated.workload.window",
 		msg:   `want a whole number, got "eight"`,
 	}, {
-		name:  "paced variant without a window",
-		text:  edit(t, small, "      strategy: paced\n      window: 8\n", "      strategy: paced\n"),
-		at:    "strategy: paced",
+		name:  "a window of nothing",
+		text:  edit(t, small, "window: 8", "window: 0"),
+		at:    "window: 0",
 		field: "variants.mitigated.workload.window",
-		msg:   "paced needs a window >= 1",
+		msg:   "want at least 1, got 0",
 	}, {
 		name:  "unknown case",
 		text:  edit(t, small, "case: IL-0587", "case: IL-9999"),
@@ -436,10 +506,10 @@ func TestParseErrorText(t *testing.T) {
 	require.EqualError(t, err, `scenarios/broken.yaml:17: workload.session_timeout: not a duration (like 10s or 1m30s): "10 parsecs"`)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "target: leader", "target: president")))
-	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: want leader, follower or any, got "president"`)
+	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: `+targets)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
-	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: kind, clients, start_spread, strategy, window, retries, tree, session_timeout, memory_limit_mb, restart, restart_delay, writer, report_interval, fresh_within, fleet)")
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within)")
 
 	// Reported once, by the walk, not again when the override is applied.
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))
@@ -534,16 +604,38 @@ func TestFleetErrors(t *testing.T) {
 	src, err := scenarios.ReadBuiltin("il-0384-kinesis-thread-per-peer.yaml")
 	require.NoError(t, err)
 	for _, tc := range []struct{ from, to, want string }{
-		{"    peer_threads: per-peer\n    bootstrap: peers\n    bootstrap_timeout", "    peer_threads: shared\n    bootstrap: peers\n    bootstrap_timeout", "workload.fleet.peer_threads: want per-peer or pool"},
-		{"thread_limit: 40", "thread_limit: 4", "workload.fleet.thread_limit"},
-		{"        pool_threads: 4\n", "", "variants.mitigated.workload.fleet.pool_threads: pool needs pool_threads >= 1"},
+		{"  peer_threads: per-peer\n  bootstrap: peers\n  bootstrap_timeout", "  peer_threads: shared\n  bootstrap: peers\n  bootstrap_timeout", "workload.peer_threads: want per-peer or pool"},
+		{"thread_limit: 40", "thread_limit: 4", "workload.thread_limit"},
+		{"      pool_threads: 4\n", "      pool_threads: 0\n", "variants.mitigated.workload.pool_threads: want at least 1"},
 		{"  etcd:\n    members: 3", "  etcd:\n    members: 9", "topology.etcd.members: want 1 to 7"},
-		{"target: fleet\n      duration: 30s", "target: leader\n      duration: 30s", "add-capacity acts on the fleet"},
+		{"target: fleet\n      duration: 30s", "target: leader\n      duration: 30s", ""},
+		{"  max_in_flight: 64\n", "  clients: 64\n", "workload.clients: unknown field"},
 	} {
 		bad := strings.Replace(string(src), tc.from, tc.to, 1)
 		require.NotEqual(t, string(src), bad, tc.from)
 		_, err := scenarios.Parse("fleet.yaml", []byte(bad))
+		if tc.want == "" {
+			require.NoError(t, err, "a selector the loader accepts; the fault's own check refuses it before the run")
+			continue
+		}
 		require.ErrorContains(t, err, tc.want)
 		require.ErrorContains(t, err, "fleet.yaml:")
 	}
+}
+
+// targets is the error of an unknown target in a zookeeper scenario.
+const targets = `unknown target "president" (known: leader, follower, observer, member, any, server, leaders, followers, observers, members, servers, clients, member:NAME, each with :N, :N% or :all)`
+
+// knownMetrics lists the metrics a zookeeper tree-mirror scenario names.
+func knownMetrics(t *testing.T) string {
+	sys, err := lab.GetSystem("zookeeper")
+	require.NoError(t, err)
+	k, err := lab.GetKind("zk-tree-mirror")
+	require.NoError(t, err)
+	var names []string
+	for n := range scenarios.Metrics(sys, k) {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }

@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -60,7 +62,7 @@ func withoutKey(n *yaml.Node, key string) *yaml.Node {
 
 // scalar is the value of a mapping's key ("" when absent).
 func scalar(n *yaml.Node, key string) (string, *yaml.Node) {
-	if n.Kind != yaml.MappingNode {
+	if n == nil || n.Kind != yaml.MappingNode {
 		return "", nil
 	}
 	if i := keyIndex(n, key); i >= 0 {
@@ -126,3 +128,63 @@ func (c *checker) settings(n *yaml.Node, into any, path string) {
 		c.add(at, join(path, p.Field), "%s", p.Msg)
 	}
 }
+
+// walkPlugins checks the structure of the parts the plug-ins own (the
+// system's topology, the workload's settings, each fault's parameters),
+// on the raw document, so that every structural problem is reported at
+// once with the scenario's own. Names that are not registered are left to
+// validate, which says so.
+func (c *checker) walkPlugins(root *yaml.Node) {
+	sysName, _ := scalar(root, "system")
+	sys, serr := lab.GetSystem(sysName)
+	work := valueOf(root, "workload")
+	kindName, _ := scalar(work, "kind")
+	k, kerr := lab.GetKind(kindName)
+	if kerr == nil && !slices.Contains(k.Systems(), sysName) {
+		kerr = errNotHere // validate says why
+	}
+	topo := func(n *yaml.Node, path string) {
+		if t := valueOf(n, sysName); serr == nil && t != nil {
+			c.walk(t, reflect.TypeOf(sys.NewTopology()), path+"."+sysName)
+		}
+	}
+	wl := func(n *yaml.Node, path string) {
+		if kerr == nil && n != nil {
+			c.walk(withoutKey(n, "kind"), reflect.TypeOf(k.NewSettings()), path)
+		}
+	}
+	topo(valueOf(root, "topology"), "topology")
+	wl(work, "workload")
+	if vs := valueOf(root, "variants"); vs != nil && vs.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(vs.Content); i += 2 {
+			p := "variants." + vs.Content[i].Value
+			topo(valueOf(valueOf(vs.Content[i+1], "topology"), sysName), p+".topology")
+			wl(valueOf(vs.Content[i+1], "workload"), p+".workload")
+		}
+	}
+	steps := valueOf(valueOf(root, "timeline"), "faults")
+	if steps == nil || steps.Kind != yaml.SequenceNode {
+		return
+	}
+	for i, st := range steps.Content {
+		name, _ := scalar(st, "fault")
+		if f, err := faults.New(name); err == nil {
+			if params := valueOf(st, "params"); params != nil {
+				c.walk(params, reflect.TypeOf(f), fmt.Sprintf("timeline.faults[%d].params", i))
+			}
+		}
+	}
+}
+
+// valueOf is a mapping's value for a key (nil when absent).
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	if i := keyIndex(n, key); i >= 0 {
+		return n.Content[i+1]
+	}
+	return nil
+}
+
+var errNotHere = errors.New("the kind does not run on the system")

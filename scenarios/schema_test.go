@@ -16,7 +16,7 @@ import (
 )
 
 func TestSchemaUpToDate(t *testing.T) {
-	want, err := scenarios.Schema()
+	want, err := scenarios.Schema("..")
 	require.NoError(t, err)
 	got, err := os.ReadFile("schema.json")
 	require.NoError(t, err, "schema.json is missing: run `go generate ./scenarios`")
@@ -86,19 +86,17 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 		"wrong kind":                     edit(t, small, "clients: 4", `clients: "many"`),
 		"number in quotes":               edit(t, small, "clients: 4", `clients: "4"`),
 		"bad duration":                   edit(t, small, "session_timeout: 10s", "session_timeout: 10 parsecs"),
-		"bad enum":                       edit(t, small, "target: leader", "target: president"),
 		"unknown fault":                  edit(t, small, "fault: pause", "fault: meteor"),
-		"unknown metric":                 edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
-		"unknown evidence metric":        edit(t, small, "  - incident: Reconnecting proxies flooded the servers with refresh batches.\n    metric: servers.outstanding_requests.max\n", "  - incident: x\n    metric: servers.mood\n"),
 		"bad op":                         edit(t, small, `op: "=="`, `op: "="`),
 		"bad verdict":                    edit(t, small, "mitigated: held", "mitigated: fine"),
 		"variant workload unknown field": edit(t, small, "window: 8", "windw: 8"),
 		"variant workload wrong kind":    edit(t, small, "window: 8", "window: eight"),
 		"variant unknown field":          edit(t, small, "    description: A paced walk with 8 requests in flight.\n", "    description: A paced walk.\n    owner: me\n"),
 		"missing required":               edit(t, small, "    description: No client is killed for running out of memory.\n", ""),
-		"too many servers":               edit(t, small, "servers: 3", "servers: 9"),
-		"relative tree path":             edit(t, small, "path: /chaoslab/deployments", "path: chaoslab"),
 	}
+	// Ranges, targets and metric names are the loader's: the plug-ins
+	// check their own values (lab.Settings.Check), which JSON Schema does
+	// not repeat.
 	for name, text := range bad {
 		_, err := scenarios.Parse("bad.yaml", []byte(text))
 		require.Error(t, err, name)

@@ -73,11 +73,12 @@ func (c *checker) variants(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 	need(len(s.Variants) > 0, "variants", "want at least one variant")
 	base := s.Topology[s.System]
 	baseWork := withoutKey(&s.Workload, "kind")
+	before := len(c.errs)
 	c.settings(&base, sys.NewTopology(), "topology."+s.System)
 	if k != nil {
 		c.settings(baseWork, k.NewSettings(), "workload")
 	}
-	if len(c.errs) > 0 {
+	if len(c.errs) > before {
 		return // each variant would repeat the same errors
 	}
 	for _, name := range s.VariantNames() {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/fleet"
+	"github.com/chaoslab/chaoslab/harness/frontend"
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	vd "github.com/chaoslab/chaoslab/verdict"
@@ -117,7 +120,11 @@ func TestKinesisAgreesWithHarness(t *testing.T) {
 	s := r.Scenario
 	start := time.Now()
 	if v := r.Variant("vulnerable"); v != nil {
-		c, err := ksCalibrateCosts(r, v.Workload.Fleet)
+		fl, err := ksFleet(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ksCalibrateCosts(r, fl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,14 +242,14 @@ func ksThreadsOf(m Kinesis) int {
 // the store).
 func ksSynthetic(decode, digest, peerStart, storeStart float64) *reports.Report {
 	d := func(s float64) scenarios.Duration { return scenarios.Duration(time.Duration(s * float64(time.Second))) }
-	fleet := scenarios.Fleet{
-		Servers: 32, AddFraction: 0.1, ThreadLimit: 40, CPUQuota: 0.25, PeerThreads: "per-peer", Bootstrap: "peers",
-		BootstrapTimeout: d(3), LearnSpread: d(8), Heartbeat: d(1), LeaseTTL: d(10), Shards: 4000, RequestRate: 200,
+	fl := fleet.Settings{
+		Servers: 32, AddFraction: 0.1, ThreadLimit: 40, CPUQuota: 0.25,
+		Settings: frontend.Settings{PeerThreads: "per-peer", Bootstrap: "peers", BootstrapTimeout: d(3), LearnSpread: d(8), Heartbeat: d(1), LeaseTTL: d(10)},
+		Shards:   4000, RequestRate: 200, MaxInFlight: 64, StartSpread: d(48),
 		HealthGrace: d(6), HealthTimeout: d(1), HealthFailures: 5, GoMaxProcs: 1,
 	}
 	sc := &scenarios.Scenario{
 		ID: "il-0384-kinesis-thread-per-peer", Case: "IL-0384", System: "etcd",
-		Workload: scenarios.Workload{Kind: "kinesis-frontend", Clients: 64, StartSpread: d(48), Fleet: fleet},
 		Timeline: scenarios.Timeline{Warmup: d(62), Observe: d(15), Faults: []scenarios.FaultStep{
 			{At: 0, Fault: "add-capacity", Target: "fleet", Duration: d(30)},
 			{At: d(40), Fault: "restart-fleet", Target: "fleet", Duration: d(80)},
@@ -250,15 +257,13 @@ func ksSynthetic(decode, digest, peerStart, storeStart float64) *reports.Report 
 		Variants: map[string]scenarios.Variant{"vulnerable": {}, "vulnerable-slow-restart": {}, "mitigated": {}},
 	}
 	r := &reports.Report{Schema: reports.SchemaVersion, Scenario: sc, Seed: 1, Host: reports.Host{Cores: 2}}
-	mk := func(name string, f scenarios.Fleet, before float64) *reports.VariantResult {
-		w := sc.Workload
-		w.Fleet = f
-		v := &reports.VariantResult{Name: name, Workload: w,
-			Metrics: map[string]vd.Float{"fleet.threads.before_trigger_max": vd.Float(before)},
+	mk := func(name string, f fleet.Settings, before float64) *reports.VariantResult {
+		v := &reports.VariantResult{Name: name, Workload: lab.Encode(map[string]any{"kind": fleet.KindName, "settings": f}),
 			Faults: []reports.FaultWindow{
 				{Fault: "add-capacity", Target: "fleet", Member: "fleet", Start: 62.2, End: 92.3},
 				{Fault: "restart-fleet", Target: "fleet", Member: "fleet", Start: 102.2, End: 182.2},
 			}}
+		v.Metrics = map[string]vd.Float{"fleet.threads.before_trigger_max": vd.Float(before)}
 		ready := make([]float64, f.Servers)
 		for i := range f.Servers {
 			id := fmt.Sprintf("fe-%02d", i+1)
@@ -291,11 +296,11 @@ func ksSynthetic(decode, digest, peerStart, storeStart float64) *reports.Report 
 		r.Variants = append(r.Variants, v)
 		return v
 	}
-	mk("vulnerable", fleet, 38)
-	slow := fleet
+	mk("vulnerable", fl, 38)
+	slow := fl
 	slow.RestartRate = 0.8
 	mk("vulnerable-slow-restart", slow, 38)
-	mit := fleet
+	mit := fl
 	mit.PeerThreads, mit.PoolThreads, mit.CellSize, mit.Bootstrap = "pool", 4, 8, "store"
 	mk("mitigated", mit, 13)
 	return r
@@ -359,7 +364,7 @@ func TestKinesisFromReportErrors(t *testing.T) {
 		{"no scenario", "vulnerable", "the report has no scenario", func(r *reports.Report) { r.Scenario = nil }},
 		{"no variant", "canary", `no variant "canary" in the report (has [vulnerable vulnerable-slow-restart mitigated])`, func(*reports.Report) {}},
 		{"other workload", "vulnerable", `workload kind "zk-tree-mirror", want kinesis-frontend`, func(r *reports.Report) {
-			r.Variants[0].Workload.Kind = "zk-tree-mirror"
+			r.Variants[0].Workload = lab.Encode(map[string]any{"kind": "zk-tree-mirror", "settings": map[string]any{}})
 		}},
 		{"no threads", "vulnerable", "variant vulnerable has no metric fleet.threads.before_trigger_max", func(r *reports.Report) {
 			delete(r.Variants[0].Metrics, "fleet.threads.before_trigger_max")
@@ -397,10 +402,10 @@ func TestKinesisFromReportErrors(t *testing.T) {
 			t.Errorf("%s: error %q, want it to say %q", c.name, err, c.want)
 		}
 	}
-	// A report without the variant's workload falls back on the scenario's.
+	// A report without the variant's workload says so.
 	r := ksSynthetic(0.03, 0.002, 0.6, 0.9)
-	r.Variants[0].Workload = scenarios.Workload{}
-	if m, err := KinesisFromReport(r, "vulnerable"); err != nil || m.Servers != 32 || !m.PerPeer {
-		t.Errorf("fallback on the scenario's workload: %+v, %v", m, err)
+	r.Variants[0].Workload = nil
+	if _, err := KinesisFromReport(r, "vulnerable"); err == nil || !strings.Contains(err.Error(), "no workload recorded") {
+		t.Errorf("a report without its workload: %v", err)
 	}
 }

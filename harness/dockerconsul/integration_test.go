@@ -279,10 +279,10 @@ func TestIntegration_Cluster(t *testing.T) {
 
 	t.Run("PauseAndDisconnectAnAgent", func(t *testing.T) {
 		a := cl.Agents()[0]
-		require.NoError(t, faults.Pause{}.Inject(ctx, a, 2*time.Second))
+		require.NoError(t, faults.MustNew("pause").Inject(ctx, a, 2*time.Second))
 		healthy(t, "after pause")
 		ip := a.IP()
-		require.NoError(t, faults.Disconnect{}.Inject(ctx, a, 3*time.Second))
+		require.NoError(t, faults.MustNew("disconnect").Inject(ctx, a, 3*time.Second))
 		if a.IP() != ip {
 			t.Logf("reconnected at %s, was %s: restarting so that Consul advertises the new address", a.IP(), ip)
 			require.NoError(t, a.Restart(ctx))
@@ -295,7 +295,7 @@ func TestIntegration_Cluster(t *testing.T) {
 		a := cl.Agents()[0]
 		old := a.ContainerID()
 		began := time.Now()
-		require.NoError(t, faults.Replace{}.Inject(ctx, a, 0))
+		require.NoError(t, faults.MustNew("replace").Inject(ctx, a, 0))
 		require.NotEqual(t, old, a.ContainerID())
 		hl := healthy(t, "after replace")
 		t.Logf("TIMING replace %s: joined in %v, all healthy %v later", a.Name(), time.Since(began).Round(time.Millisecond)-hl.Round(time.Millisecond), hl.Round(time.Millisecond))

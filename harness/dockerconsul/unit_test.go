@@ -247,12 +247,12 @@ func (localTarget) Restart(context.Context) error { return nil }
 func TestContainerFaultsAvailable(t *testing.T) {
 	n := &Node{id: 1, name: "agent1"}
 	for _, name := range []string{"replace", "disconnect", "pause", "kill-restart"} {
-		f, err := faults.Get(name)
+		f, err := faults.New(name)
 		require.NoError(t, err, name)
 		require.NoError(t, f.Available(n), name)
 	}
-	require.NoError(t, faults.CPUThrottle{Cores: 0.5}.Available(n))
-	require.Error(t, faults.Disconnect{}.Available(localTarget{}))
+	require.NoError(t, (&faults.CPUThrottle{Cores: 0.5}).Available(n))
+	require.Error(t, (&faults.Disconnect{}).Available(localTarget{}))
 }
 
 func TestLabelsOfNodes(t *testing.T) {

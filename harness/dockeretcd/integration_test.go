@@ -247,7 +247,7 @@ func TestIntegration_Cluster(t *testing.T) {
 		f := fs[0]
 		oldCtr, oldID := f.ContainerID(), f.MemberID()
 		began := time.Now()
-		require.NoError(t, faults.Replace{}.Inject(ctx, f, 0))
+		require.NoError(t, faults.MustNew("replace").Inject(ctx, f, 0))
 		t.Logf("TIMING replace %s (member remove, add, fresh container) until it has a leader: %v", f.Name(), time.Since(began).Round(time.Millisecond))
 		require.NotEqual(t, oldCtr, f.ContainerID())
 		require.NotEqual(t, oldID, f.MemberID())
@@ -268,7 +268,7 @@ func TestIntegration_Cluster(t *testing.T) {
 		require.NoError(t, err)
 		f := fs[0]
 		done := make(chan error, 1)
-		go func() { done <- faults.Disconnect{}.Inject(ctx, f, 4*time.Second) }()
+		go func() { done <- faults.MustNew("disconnect").Inject(ctx, f, 4*time.Second) }()
 		require.Eventually(t, func() bool {
 			return inspect(t, `{{len .NetworkSettings.Networks}}`, f.ContainerName()) == "0"
 		}, 3*time.Second, 50*time.Millisecond)
@@ -285,7 +285,7 @@ func TestIntegration_Cluster(t *testing.T) {
 	t.Run("CPUThrottleAndLimits", func(t *testing.T) {
 		l, err := cl.Leader(ctx)
 		require.NoError(t, err)
-		require.NoError(t, faults.CPUThrottle{Cores: 0.2}.Inject(ctx, l, time.Second))
+		require.NoError(t, (&faults.CPUThrottle{Cores: 0.2}).Inject(ctx, l, time.Second))
 		n, err := docker.HostCPUs(ctx)
 		require.NoError(t, err)
 		require.Equal(t, fmt.Sprint(n*1e9), inspect(t, "{{.HostConfig.NanoCpus}}", l.ContainerName()))

@@ -220,12 +220,12 @@ func (localTarget) Restart(context.Context) error { return nil }
 func TestContainerFaultsAvailable(t *testing.T) {
 	m := &Member{id: 1, name: "etcd1"}
 	for _, name := range []string{"replace", "disconnect", "pause", "kill-restart"} {
-		f, err := faults.Get(name)
+		f, err := faults.New(name)
 		require.NoError(t, err, name)
 		require.NoError(t, f.Available(m), name)
 	}
-	require.NoError(t, faults.CPUThrottle{Cores: 0.5}.Available(m))
-	require.Error(t, faults.Replace{}.Available(localTarget{}))
+	require.NoError(t, (&faults.CPUThrottle{Cores: 0.5}).Available(m))
+	require.Error(t, (&faults.Replace{}).Available(localTarget{}))
 }
 
 func TestLabelsOfMembers(t *testing.T) {

@@ -209,7 +209,7 @@ func TestIntegration_Ensemble(t *testing.T) {
 		name := l.ContainerName()
 		require.Equal(t, "0", inspect(t, "{{.HostConfig.NanoCpus}}", name))
 		done := make(chan error, 1)
-		go func() { done <- faults.CPUThrottle{Cores: 0.1}.Inject(ctx, l, 4*time.Second) }()
+		go func() { done <- (&faults.CPUThrottle{Cores: 0.1}).Inject(ctx, l, 4*time.Second) }()
 		require.Eventually(t, func() bool { return inspect(t, "{{.HostConfig.NanoCpus}}", name) == "100000000" }, 3*time.Second, 50*time.Millisecond)
 		cores, err := l.CPULimit()
 		require.NoError(t, err)
@@ -228,7 +228,7 @@ func TestIntegration_Ensemble(t *testing.T) {
 		require.NotEmpty(t, fs)
 		f := fs[0]
 		done := make(chan error, 1)
-		go func() { done <- faults.Disconnect{}.Inject(ctx, f, 6*time.Second) }()
+		go func() { done <- faults.MustNew("disconnect").Inject(ctx, f, 6*time.Second) }()
 		require.Eventually(t, func() bool {
 			return inspect(t, `{{len .NetworkSettings.Networks}}`, f.ContainerName()) == "0"
 		}, 3*time.Second, 50*time.Millisecond)
@@ -257,7 +257,7 @@ func TestIntegration_Ensemble(t *testing.T) {
 		f := fs[0]
 		oldID := f.ContainerID()
 		began := time.Now()
-		require.NoError(t, faults.Replace{}.Inject(ctx, f, 0))
+		require.NoError(t, faults.MustNew("replace").Inject(ctx, f, 0))
 		took := time.Since(began)
 		require.NotEqual(t, oldID, f.ContainerID(), "a new container")
 		require.Equal(t, runID+"-"+f.Name(), inspect(t, "{{.Name}}", f.ContainerID())[1:])
@@ -294,7 +294,7 @@ func TestIntegration_Ensemble(t *testing.T) {
 		require.NoError(t, err)
 		began := time.Now()
 		done := make(chan error, 1)
-		go func() { done <- faults.Pause{}.Inject(ctx, l, 12*time.Second) }()
+		go func() { done <- faults.MustNew("pause").Inject(ctx, l, 12*time.Second) }()
 		require.Eventually(t, l.Paused, 3*time.Second, 20*time.Millisecond)
 		require.Equal(t, "paused", inspect(t, "{{.State.Status}}", l.ContainerName()))
 		pctx, cancel := context.WithTimeout(ctx, time.Second)

@@ -160,17 +160,15 @@ func (localTarget) Restart(context.Context) error { return nil }
 func TestContainerFaultsRegistered(t *testing.T) {
 	m := &Member{id: 1, name: "zk1"}
 	for _, name := range []string{"cpu-throttle", "replace", "disconnect"} {
-		f, err := faults.Get(name)
+		f, err := faults.New(name)
 		require.NoError(t, err, name)
 		err = f.Available(localTarget{})
 		require.Error(t, err, name)
 		require.Contains(t, err.Error(), "local processes", name)
-		if name != "cpu-throttle" { // the registered cpu-throttle has no Cores
-			require.NoError(t, f.Available(m), name)
-		}
+		require.NoError(t, f.Available(m), name)
 	}
-	require.NoError(t, faults.CPUThrottle{Cores: 0.5}.Available(m))
-	require.Error(t, faults.CPUThrottle{}.Available(m), "Cores is required")
+	require.NoError(t, (&faults.CPUThrottle{Cores: 0.5}).Available(m))
+	require.NotEmpty(t, (&faults.CPUThrottle{}).Check(), "Cores is required")
 }
 
 func TestLabelsOfMembers(t *testing.T) {

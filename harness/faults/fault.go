@@ -97,3 +97,12 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
+
+// MustNew is New for a fault known to be registered (tests, examples).
+func MustNew(name string) Fault {
+	f, err := New(name)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}

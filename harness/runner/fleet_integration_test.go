@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/fleet"
 	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -60,7 +61,7 @@ func assertFleetCleanedUp(t *testing.T, r *reports.Report) {
 func TestIntegration_ReplayIL0384(t *testing.T) {
 	s := skipUnlessFleet(t)
 	bin := chaoslabBinary(t)
-	r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: t.TempDir(), ClientBinary: bin, Logger: testLogger(t), Rerun: "test"})
+	r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: testLogger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
@@ -70,7 +71,10 @@ func TestIntegration_ReplayIL0384(t *testing.T) {
 	require.NotNil(t, vul)
 	require.NotNil(t, slow)
 	require.NotNil(t, mit)
-	limit := float64(s.Workload.Fleet.ThreadLimit)
+	w, err := s.WorkloadFor("vulnerable")
+	require.NoError(t, err)
+	fl := w.(*fleet.Settings)
+	limit := float64(fl.ThreadLimit)
 	for _, v := range []*reports.VariantResult{vul, slow} {
 		m := v.Metrics
 		// Before the addition the fleet ran under the limit and routed.
@@ -85,7 +89,7 @@ func TestIntegration_ReplayIL0384(t *testing.T) {
 	require.Less(t, float64(slow.Metrics["fleet.recovery_after_restart_s"]), 70.0)
 	require.Less(t, float64(mit.Metrics["fleet.threads.max"]), limit/2)
 	require.Equal(t, 0.0, float64(mit.Metrics["fleet.thread_limit_exits"]))
-	require.Greater(t, len(seriesOf(vul, "server.threads")), s.Workload.Fleet.Servers-1)
+	require.Greater(t, len(seriesOf(vul, "server.threads")), fl.Servers-1)
 	require.FileExists(t, filepath.Join(r.Dir, "index.html"))
 	assertFleetCleanedUp(t, r)
 
@@ -114,7 +118,7 @@ func TestIntegration_AbortFleet(t *testing.T) {
 	bin := chaoslabBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(25*time.Second, cancel)
-	r, err := Run(ctx, s, Options{Variants: []string{"vulnerable"}, Seed: 1, OutDir: t.TempDir(), ClientBinary: bin, Logger: testLogger(t), Rerun: "test"})
+	r, err := Run(ctx, s, Options{Variants: []string{"vulnerable"}, Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: testLogger(t), Rerun: "test"})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
 	require.Equal(t, verdict.Aborted, r.Variant("vulnerable").Verdict)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/zkensemble"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -109,7 +110,7 @@ func TestIntegration_ReplayIL0587(t *testing.T) {
 	var verdicts []verdict.Verdict
 	for i := 0; i < 2; i++ {
 		out := t.TempDir()
-		r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: out, ClientBinary: bin, Logger: testLogger(t), Rerun: "test"})
+		r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: out, Placement: "local", AgentBinary: bin, Logger: testLogger(t), Rerun: "test"})
 		require.NoError(t, err)
 		t.Log(reports.Summary(r))
 		require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
@@ -139,8 +140,8 @@ func TestIntegration_ReplayIL0587(t *testing.T) {
 		require.InDelta(t, 15, vul.Faults[0].End-vul.Faults[0].Start, 1)
 		var before, after bool
 		for _, e := range mit.Events {
-			before = before || (e.Kind == "health" && strings.HasPrefix(e.Detail, "before fault: healthy"))
-			after = after || (e.Kind == "health" && strings.HasPrefix(e.Detail, "after fault: healthy"))
+			before = before || (e.Kind == "health" && strings.HasPrefix(e.Detail, "before pause: healthy"))
+			after = after || (e.Kind == "health" && strings.HasPrefix(e.Detail, "after pause: healthy"))
 		}
 		require.True(t, before && after, "health checks around the fault")
 
@@ -159,18 +160,25 @@ func TestIntegration_ReplayIL0587(t *testing.T) {
 	require.Equal(t, verdicts[0], verdicts[1], "same seed, same verdict")
 }
 
-// small shrinks the scenario for quick pipeline tests.
-func small(s *scenarios.Scenario) *scenarios.Scenario {
-	c := *s
-	c.Workload.Clients = 3
-	c.Workload.StartSpread = 0
-	c.Workload.Tree.Fanout = []int{10, 20}
-	c.Timeline.Warmup = scenarios.Duration(8 * time.Second)
-	c.Timeline.Observe = scenarios.Duration(8 * time.Second)
-	c.Timeline.Faults = []scenarios.FaultStep{{Fault: "pause", Target: "leader", Duration: scenarios.Duration(20 * time.Second)}}
-	c.Topology.ZooKeeper = &scenarios.ZooKeeperTopology{Servers: 3, TickMS: 1000, InitLimit: 10, SyncLimit: 5, HeapMB: 128}
-	c.Source = ""
-	return &c
+// small shrinks the IL-0587 scenario for quick pipeline tests: 3 clients,
+// a small tree, short windows, a long pause to interrupt.
+func small(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	text, err := scenarios.ReadBuiltin("il-0587-zk-treecache-reconnect-storm.yaml")
+	require.NoError(t, err)
+	y := string(text)
+	for _, e := range [][2]string{
+		{"  clients: 12\n", "  clients: 3\n"}, {"  start_spread: 12s\n", "  start_spread: 0s\n"},
+		{"fanout: [30, 200]", "fanout: [10, 20]"}, {"  warmup: 35s\n", "  warmup: 8s\n"},
+		{"  observe: 30s\n", "  observe: 8s\n"}, {"      duration: 15s\n", "      duration: 20s\n"},
+		{"    tick_ms: 2000\n", "    tick_ms: 1000\n"}, {"    heap_mb: 256\n", "    heap_mb: 128\n"},
+	} {
+		require.Contains(t, y, e[0])
+		y = strings.Replace(y, e[0], e[1], 1)
+	}
+	s, err := scenarios.Parse("small.yaml", []byte(y))
+	require.NoError(t, err)
+	return s
 }
 
 // TestIntegration_AbortMidFault interrupts a run while the leader is
@@ -178,18 +186,18 @@ func small(s *scenarios.Scenario) *scenarios.Scenario {
 // run is left (the paused server is not left stopped).
 func TestIntegration_AbortMidFault(t *testing.T) {
 	skipUnlessReal(t)
-	s := small(builtin(t))
+	s := small(t)
 	bin := chaoslabBinary(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	out := t.TempDir()
-	onEvent := func(variant string, e reports.Event) {
+	onEvent := func(variant string, e lab.Event) {
 		if e.Kind == "fault" {
 			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
 		}
 	}
 	start := time.Now()
-	r, err := Run(ctx, s, Options{Seed: 3, OutDir: out, ClientBinary: bin, Logger: testLogger(t), Variants: []string{"mitigated"}, OnEvent: onEvent})
+	r, err := Run(ctx, s, Options{Seed: 3, OutDir: out, Placement: "local", AgentBinary: bin, Logger: testLogger(t), Variants: []string{"mitigated"}, OnEvent: onEvent})
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 90*time.Second)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
@@ -217,11 +225,9 @@ func TestIntegration_ReplayIL0587Docker(t *testing.T) {
 		t.Skipf("no Docker engine: %v", err)
 	}
 	s := builtin(t)
-	if _, _, err := chooseBackend(ctx, "docker", s, Options{}); err != nil {
-		t.Skipf("docker backend not available here: %v", err)
-	}
+	skipUnlessDockerImages(t, s)
 	out := t.TempDir()
-	r, err := Run(ctx, s, Options{Seed: 1, OutDir: out, Backend: "docker", Logger: testLogger(t), Rerun: "test"})
+	r, err := Run(ctx, s, Options{Seed: 1, OutDir: out, Placement: "docker", Logger: testLogger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, "docker", r.Backend)
@@ -258,18 +264,16 @@ func TestIntegration_AbortMidFaultDocker(t *testing.T) {
 	if err := docker.Available(ctx); err != nil {
 		t.Skipf("no Docker engine: %v", err)
 	}
-	s := small(builtin(t))
-	if _, _, err := chooseBackend(ctx, "docker", s, Options{}); err != nil {
-		t.Skipf("docker backend not available here: %v", err)
-	}
+	s := small(t)
+	skipUnlessDockerImages(t, s)
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	onEvent := func(variant string, e reports.Event) {
+	onEvent := func(variant string, e lab.Event) {
 		if e.Kind == "fault" {
 			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
 		}
 	}
-	r, err := Run(rctx, s, Options{Seed: 3, OutDir: t.TempDir(), Backend: "docker", Logger: testLogger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
+	r, err := Run(rctx, s, Options{Seed: 3, OutDir: t.TempDir(), Placement: "docker", Logger: testLogger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
 	require.FileExists(t, filepath.Join(r.Dir, "index.html"))
@@ -277,5 +281,19 @@ func TestIntegration_AbortMidFaultDocker(t *testing.T) {
 	require.NoError(t, err)
 	for _, l := range left {
 		require.NotContains(t, l, s.ID, "left over after an interrupted run: %s", l)
+	}
+}
+
+// skipUnlessDockerImages skips when the docker placement cannot run the
+// scenario here (no engine, images missing).
+func skipUnlessDockerImages(t *testing.T, s *scenarios.Scenario) {
+	t.Helper()
+	o := Options{Placement: "docker", Logger: testLogger(t)}
+	p, err := newPlan(context.Background(), s, &o)
+	if err == nil {
+		err = p.plc.Prepare(context.Background(), p.images())
+	}
+	if err != nil {
+		t.Skipf("docker placement not available here: %v", err)
 	}
 }

@@ -1,0 +1,3 @@
+package runner
+
+import _ "github.com/chaoslab/chaoslab/harness/plugins"

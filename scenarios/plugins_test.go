@@ -1,0 +1,3 @@
+package scenarios_test
+
+import _ "github.com/chaoslab/chaoslab/harness/plugins"
