@@ -8,6 +8,7 @@ import (
 	_ "github.com/chaoslab/chaoslab/harness/fleet"
 	_ "github.com/chaoslab/chaoslab/harness/placement/container"
 	_ "github.com/chaoslab/chaoslab/harness/placement/local"
+	_ "github.com/chaoslab/chaoslab/harness/systems/consul"
 	_ "github.com/chaoslab/chaoslab/harness/systems/etcd"
 	_ "github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 	_ "github.com/chaoslab/chaoslab/harness/zkmirror"

@@ -1,0 +1,155 @@
+// Package consul is the Consul system: servers and client agents of the
+// Consul server built from tools/consul (1.14.11, the last MPL-2.0 line),
+// as local processes on loopback (harness/consullocal) or as containers of
+// the official image or its local equivalent (harness/dockerconsul); each
+// client agent may run under a memory limit of its own, as in a pod. Its
+// members' roles are the raft leader, followers and agents; its sampler
+// reads each node's own metrics (/v1/agent/metrics) on the run's clock.
+package consul
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/chaoslab/chaoslab/harness/dockerconsul"
+	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/placement/container"
+	"github.com/chaoslab/chaoslab/harness/placement/local"
+)
+
+// Name is the system's registered name.
+const Name = "consul"
+
+func init() { lab.RegisterSystem(&System{}) }
+
+// Topology is a Consul datacenter: servers and client agents.
+type Topology struct {
+	// Servers is the number of Consul servers, 1 to 5.
+	Servers int `yaml:"servers" json:"servers"`
+	// Agents is the number of client agents (a pod's sidecar, a node's
+	// agent), 0 to 20.
+	Agents int `yaml:"agents" json:"agents"`
+	// AgentMemoryMB is each client agent's kernel-enforced memory limit
+	// (0 = none): a cgroup of its own, or its container's.
+	AgentMemoryMB int `yaml:"agent_memory_mb" json:"agent_memory_mb"`
+	// RaftMultiplier is the servers' performance.raft_multiplier (1 elects
+	// and notices a lost leader 5 times sooner than Consul's default 5).
+	RaftMultiplier int `yaml:"raft_multiplier" json:"raft_multiplier"`
+	// Image is the nodes' image on the docker placement (default: the
+	// official image, else the local equivalent).
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+}
+
+// Check validates the topology.
+func (t *Topology) Check() []lab.Problem {
+	var c lab.Checks
+	c.Need(t.Servers >= 1 && t.Servers <= 5, "servers", "want 1 to 5, got %d", t.Servers)
+	c.Need(t.Agents >= 0 && t.Agents <= 20, "agents", "want 0 to 20, got %d", t.Agents)
+	c.Need(t.AgentMemoryMB == 0 || t.AgentMemoryMB >= 16, "agent_memory_mb", "want 0 (none) or at least 16, got %d", t.AgentMemoryMB)
+	c.Need(t.RaftMultiplier >= 1 && t.RaftMultiplier <= 10, "raft_multiplier", "want 1 to 10, got %d", t.RaftMultiplier)
+	return c
+}
+
+// Images: the nodes' image.
+func (t *Topology) Images() []lab.ImageNeed {
+	return []lab.ImageNeed{{Name: Name, Ref: t.Image, Defaults: dockerconsul.ImageCandidates()}}
+}
+
+// Facts describe the datacenter in a report.
+func (t *Topology) Facts() []lab.Fact {
+	mem := "no memory limit"
+	if t.AgentMemoryMB > 0 {
+		mem = fmt.Sprintf("each agent under a %d MiB memory limit", t.AgentMemoryMB)
+	}
+	return []lab.Fact{{Name: "Consul", Value: fmt.Sprintf("%d servers and %d client agents (%s), Consul %s, raft multiplier %d", t.Servers, t.Agents, mem, images.ConsulVersion, t.RaftMultiplier)}}
+}
+
+// System is Consul.
+type System struct {
+	mu     sync.Mutex
+	binary string
+}
+
+func (*System) Name() string               { return Name }
+func (*System) SampleEvery() time.Duration { return time.Second }
+func (*System) Roles() []string            { return []string{lab.RoleLeader, lab.RoleFollower, lab.RoleAgent} }
+func (*System) NewTopology() lab.Settings {
+	return &Topology{Servers: 1, Agents: 2, RaftMultiplier: 1}
+}
+
+func (*System) Series() []lab.SeriesDef {
+	return []lab.SeriesDef{
+		{Name: "server.alloc_mb", Title: "Go heap in use per Consul node (MiB, /v1/agent/metrics)", Unit: "MiB"},
+		{Name: "server.goroutines", Title: "Goroutines per Consul node (/v1/agent/metrics)", Unit: "goroutines"},
+	}
+}
+
+func (*System) Metrics() []lab.MetricDef {
+	return []lab.MetricDef{{Name: "consul.alloc_mb.max", Unit: "MiB", Doc: "largest Go heap of any Consul node (/v1/agent/metrics)",
+		Reducer: &lab.Reducer{Series: "server.alloc_mb", Reduce: "max"}}}
+}
+
+// Prepare finds (or builds) the consul binary for local processes.
+func (s *System) Prepare(ctx context.Context, p lab.Placement, log *slog.Logger) error {
+	lp, ok := p.(*local.Placement)
+	if !ok {
+		return nil
+	}
+	bin, err := images.ConsulBinary(ctx, images.Options{Progress: progressLog{log}})
+	if err != nil {
+		return fmt.Errorf("prepare consul: %w", err)
+	}
+	s.mu.Lock()
+	s.binary = bin
+	s.mu.Unlock()
+	lp.SetVersion("consul", images.ConsulVersion+" ("+bin+")")
+	return nil
+}
+
+func (*System) Probe(placement string) (lab.Member, error) {
+	switch placement {
+	case local.Name:
+		return &member{node: &localNode{}}, nil
+	case container.Name:
+		return &member{node: &dockerNode{Node: &dockerconsul.Node{}}}, nil
+	}
+	return nil, fmt.Errorf("consul runs on local or docker, not %s", placement)
+}
+
+// Start starts the datacenter on the variant's site.
+func (s *System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.Cluster, error) {
+	t := topo.(*Topology)
+	switch site := env.Site.(type) {
+	case *local.Site:
+		s.mu.Lock()
+		bin := s.binary
+		s.mu.Unlock()
+		return startLocal(ctx, env, site, bin, t)
+	case *container.Site:
+		return startDocker(ctx, env, site, t)
+	}
+	return nil, fmt.Errorf("start consul: no way to run on %s", env.Site.Placement().Name())
+}
+
+type progressLog struct{ log *slog.Logger }
+
+func (p progressLog) Write(b []byte) (int, error) {
+	p.log.Info(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// apiClient is a client of one node's HTTP API.
+func apiClient(addr string) (*api.Client, error) {
+	cfg := api.DefaultConfig()
+	cfg.Address = addr
+	cfg.HttpClient = nil
+	cfg.Transport.ResponseHeaderTimeout = 2 * time.Second
+	return api.NewClient(cfg)
+}

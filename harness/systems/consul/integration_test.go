@@ -1,0 +1,129 @@
+package consul_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	_ "github.com/chaoslab/chaoslab/harness/plugins"
+)
+
+// A Consul datacenter of servers and client agents starts through the
+// System interface on both placements, with the roles, endpoints, samples
+// and faults the pipeline uses, and leaves nothing behind.
+func TestIntegration_ConsulOnBothPlacements(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts real Consul servers and agents (skipped with -short)")
+	}
+	for _, placement := range []string{"local", "docker"} {
+		t.Run(placement, func(t *testing.T) { runConsul(t, placement) })
+	}
+}
+
+func runConsul(t *testing.T, placement string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	sys, err := lab.GetSystem("consul")
+	require.NoError(t, err)
+	newPlacement, err := lab.GetPlacement(placement)
+	require.NoError(t, err)
+	plc, err := newPlacement(lab.PlacementOptions{Log: log})
+	require.NoError(t, err)
+	if err := plc.Available(ctx); err != nil {
+		t.Skipf("%s placement: %v", placement, err)
+	}
+	topo := sys.NewTopology().(interface {
+		lab.Settings
+		lab.ImageNeeder
+	})
+	if err := plc.Prepare(ctx, topo.Images()); err != nil {
+		t.Skipf("%s placement cannot run consul here: %v", placement, err)
+	}
+	require.NoError(t, sys.Prepare(ctx, plc, log))
+	dir := t.TempDir()
+	runID := "consul-test-" + placement + "-" + time.Now().Format("150405")
+	site, err := plc.Open(ctx, runID, dir, log)
+	require.NoError(t, err)
+	env := &lab.Env{RunID: runID, Dir: dir, LogDir: filepath.Join(dir, "logs"), T0: time.Now(), Site: site, Log: log}
+	require.NoError(t, os.MkdirAll(env.LogDir, 0o755))
+	began := time.Now()
+	c, err := sys.Start(ctx, env, topo)
+	require.NoError(t, err)
+	t.Logf("%s: 1 server + 2 agents healthy in %s", placement, time.Since(began).Round(time.Millisecond))
+
+	roles := map[string]int{}
+	for _, m := range c.Members() {
+		r, err := m.Role(ctx)
+		require.NoError(t, err, m.Name())
+		roles[r]++
+	}
+	require.Equal(t, map[string]int{lab.RoleLeader: 1, lab.RoleAgent: 2}, roles)
+	l, err := c.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "server1", l.Name())
+	require.Len(t, c.Endpoints(lab.FromHost), 2, "programs talk to their agents")
+	for _, e := range c.Endpoints(lab.FromHost) {
+		resp, err := http.Get("http://" + e + "/v1/status/leader")
+		require.NoError(t, err, e)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	round := c.Sample(ctx)
+	require.Len(t, round, 3)
+	for _, s := range round {
+		require.True(t, s.OK, s.Member)
+		require.Greater(t, s.Values["server.alloc_mb"], 1.0, s.Member)
+	}
+	require.Contains(t, c.Version(ctx), "1.14.11")
+
+	// A fault through the selector: pause every agent, then resume.
+	sel, err := lab.ParseSelector("agents", sys.Roles(), nil)
+	require.NoError(t, err)
+	agents, err := sel.Resolve(ctx, c, nil, nil, env.Rand(1))
+	require.NoError(t, err)
+	require.Len(t, agents, 2)
+	require.NoError(t, agents[0].Pause())
+	for _, s := range c.Sample(ctx) {
+		require.Equal(t, s.Member != agents[0].Name(), s.OK, "%s: only the paused agent does not answer", s.Member)
+	}
+	require.NoError(t, agents[0].Resume())
+	require.NoError(t, c.WaitHealthy(ctx))
+
+	require.NoError(t, c.Close())
+	require.NoError(t, site.Close())
+	if placement == "docker" {
+		left, err := docker.Leftovers(context.Background(), runID)
+		require.NoError(t, err)
+		require.Empty(t, left, "containers or networks left")
+	}
+	assertNoProcessUnder(t, dir)
+}
+
+// assertNoProcessUnder checks that no process names the folder.
+func assertNoProcessUnder(t *testing.T, dir string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), dir) {
+			t.Errorf("a process of the test is still alive: %s: %q", p, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,114 @@
+package consul
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/chaoslab/chaoslab/harness/consullocal"
+	"github.com/chaoslab/chaoslab/harness/dockerconsul"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/limits"
+	"github.com/chaoslab/chaoslab/harness/placement/container"
+	"github.com/chaoslab/chaoslab/harness/placement/local"
+)
+
+func startLocal(ctx context.Context, env *lab.Env, site *local.Site, bin string, t *Topology) (lab.Cluster, error) {
+	if bin == "" {
+		return nil, fmt.Errorf("start consul: no consul binary (the system was not prepared)")
+	}
+	var mu sync.Mutex
+	var files []*os.File
+	o := consullocal.Options{Servers: t.Servers, Agents: t.Agents, Binary: bin, Dir: filepath.Join(env.Dir, "consul-data"),
+		RaftMultiplier: t.RaftMultiplier, Logger: env.Log,
+		Logs: func(name string) io.Writer {
+			f, err := os.Create(filepath.Join(env.LogDir, name+".log"))
+			if err != nil {
+				return io.Discard
+			}
+			mu.Lock()
+			files = append(files, f)
+			mu.Unlock()
+			return f
+		}}
+	if t.AgentMemoryMB > 0 {
+		// Each agent is born in its memory cgroup, so that what it
+		// allocates is charged to its limit from the start.
+		o.StartAgent = func(name string, cmd *exec.Cmd) error {
+			g := site.Limits().Group(name)
+			if g == nil {
+				var err error
+				if g, err = site.Limits().NewGroup(name, limits.Limits{MemoryBytes: int64(t.AgentMemoryMB) << 20}); err != nil {
+					return err
+				}
+			}
+			return g.Start(cmd)
+		}
+	}
+	lc, err := consullocal.Start(ctx, o)
+	closeAll := func() error {
+		var err error
+		if lc != nil {
+			err = lc.Close()
+		}
+		mu.Lock()
+		for _, f := range files {
+			f.Close()
+		}
+		mu.Unlock()
+		_ = os.RemoveAll(o.Dir)
+		return err
+	}
+	if err != nil {
+		_ = closeAll()
+		return nil, fmt.Errorf("start consul: %w", err)
+	}
+	var nodes []node
+	for _, n := range lc.Nodes() {
+		nodes = append(nodes, &localNode{Node: n})
+	}
+	return newCluster(env, nodes, lc.WaitHealthy, closeAll), nil
+}
+
+// localNode is one consul process.
+type localNode struct{ *consullocal.Node }
+
+func (n *localNode) siteHTTP() string { return n.HTTPAddr() }
+func (n *localNode) raftAddr() string { return n.ServerAddr() }
+
+// A probe has no process behind it.
+func (n *localNode) Name() string {
+	if n.Node == nil {
+		return "probe"
+	}
+	return n.Node.Name()
+}
+
+func startDocker(ctx context.Context, env *lab.Env, site *container.Site, t *Topology) (lab.Cluster, error) {
+	o := dockerconsul.Options{Servers: t.Servers, Agents: t.Agents, Image: site.Image(Name), RunID: env.RunID,
+		Network: site.Network(), LogDir: env.LogDir, Logger: env.Log, RaftMultiplier: t.RaftMultiplier}
+	if t.AgentMemoryMB > 0 {
+		o.AgentMemoryLimit = int64(t.AgentMemoryMB) << 20
+	}
+	dc, err := dockerconsul.StartCluster(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("start consul: %w", err)
+	}
+	var nodes []node
+	for _, n := range dc.Nodes() {
+		nodes = append(nodes, &dockerNode{Node: n})
+	}
+	return newCluster(env, nodes, dc.WaitHealthy, dc.Close), nil
+}
+
+// dockerNode is one consul container; the container faults find their
+// methods on it.
+type dockerNode struct{ *dockerconsul.Node }
+
+func (n *dockerNode) siteHTTP() string { return net.JoinHostPort(n.Name(), "8500") }
+func (n *dockerNode) raftAddr() string { return net.JoinHostPort(n.IP().String(), "8300") }
