@@ -69,12 +69,12 @@ func testVariant(s *scenarios.Scenario, name string, vulnerable bool, start time
 		Description: s.Variants[name].Description,
 		StartedAt:   start,
 		Workload:    lab.Encode(map[string]any{"kind": "zk-tree-mirror", "settings": map[string]any{"strategy": strategy, "clients": 12}}),
-		Facts:       []lab.Fact{{Name: "Kind", Value: "zk-tree-mirror"}, {Name: "Strategy", Value: strategy}, {Name: "Window", Value: window}, {Name: "Clients", Value: "12"},
+		Facts: []lab.Fact{{Name: "Kind", Value: "zk-tree-mirror"}, {Name: "Strategy", Value: strategy}, {Name: "Window", Value: window}, {Name: "Clients", Value: "12"},
 			{Name: "Tree nodes", Value: "11010 znodes under /proxies (fan-out 10×100×10, 256 B each)"}},
-		Noun:        [2]string{"client", "clients"},
-		Expect:      verdict.Verdict(s.Expect[name]),
-		Faults:      []FaultWindow{{Fault: "pause", Target: "leader", Member: "zk2", Start: 30, End: 50, Detail: "SIGSTOP for 20s"}},
-		LogDir:      "logs/" + name,
+		Noun:   [2]string{"client", "clients"},
+		Expect: verdict.Verdict(s.Expect[name]),
+		Faults: []FaultWindow{{Fault: "pause", Target: "leader", Member: "zk2", Start: 30, End: 50, Detail: "SIGSTOP for 20s"}},
+		LogDir: "logs/" + name,
 	}
 	v.SetLimit("client.rss_mb", 256, "memory limit 256 MiB")
 	const n = 121 // one sample a second for two minutes

@@ -19,9 +19,9 @@ import (
 
 func runCmd() *cobra.Command {
 	var (
-		variant string
-		seed    int64
-		out     string
+		variant   string
+		seed      int64
+		out       string
 		placement string
 		imgs      map[string]string
 	)

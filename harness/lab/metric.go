@@ -309,8 +309,8 @@ func PipelineMetrics() []MetricDef {
 func (r Reducer) Describe() string {
 	what := map[string]string{
 		"max": "highest value", "min": "lowest value", "mean": "mean value", "last": "last value (the largest over sources)",
-		"time_above": fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
-		"time_below": fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
+		"time_above":    fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
+		"time_below":    fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
 		"recover_below": fmt.Sprintf("seconds from the window's start until below %g for good (the last source to get there; +Inf when one never does)", r.Bound),
 	}[r.Reduce]
 	window := map[string]string{

@@ -122,7 +122,7 @@ func (p *probe) Steady() lab.Steady {
 }
 
 func (p *probe) Targets(string) []lab.Target { return nil }
-func (p *probe) Progress() []slog.Attr        { return []slog.Attr{slog.Int("answers", p.answers)} }
+func (p *probe) Progress() []slog.Attr       { return []slog.Attr{slog.Int("answers", p.answers)} }
 
 func (p *probe) Stop(context.Context) error {
 	if p.stop != nil {
