@@ -118,6 +118,20 @@ type VariantResult struct {
 	Hypotheses []verdict.Check `json:"hypotheses"`
 	// LogDir holds the servers' and clients' logs, relative to the report.
 	LogDir string `json:"log_dir"`
+	// Timing is where the variant's wall time went.
+	Timing Timing `json:"timing"`
+}
+
+// Timing splits a variant's wall time: the lab's setup (servers up,
+// seeding) and teardown around the scenario's timeline (warm-up, as
+// extended until the workload was steady, faults, observation).
+type Timing struct {
+	SetupS    float64 `json:"setup_s"`
+	TimelineS float64 `json:"timeline_s"`
+	TeardownS float64 `json:"teardown_s"`
+	WallS     float64 `json:"wall_s"`
+	// PlannedS is the scenario's timeline without a warm-up extension.
+	PlannedS float64 `json:"planned_s"`
 }
 
 // Parameter is one model parameter of a simulated variant (a lab.Fact).

@@ -103,3 +103,11 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 		require.Error(t, sch.Validate(yamlToJSON(t, []byte(text))), name)
 	}
 }
+
+func TestReferenceUpToDate(t *testing.T) {
+	want, err := scenarios.Reference("..")
+	require.NoError(t, err)
+	got, err := os.ReadFile("reference.md")
+	require.NoError(t, err, "reference.md is missing: run `go generate ./scenarios`")
+	require.Equal(t, string(want), string(got), "reference.md is out of date: run `go generate ./scenarios`")
+}

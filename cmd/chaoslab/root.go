@@ -55,6 +55,6 @@ writes a report whose verdict says whether the incident reproduced.`,
 	}
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	root.AddCommand(listCmd(), showCmd(), validateCmd(), runCmd(), reportCmd(), agentCmd())
-	root.AddCommand(imagesCmd(), simCmd())
+	root.AddCommand(imagesCmd(), simCmd(), benchCmd())
 	return root.ExecuteContext(context.Background())
 }

@@ -60,7 +60,13 @@ func (v *variant) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, site.Close()) }()
+	defer func() {
+		err = errors.Join(err, site.Close())
+		t := &v.vr.Timing
+		t.WallS = time.Since(t0).Seconds()
+		t.TeardownS = max(0, t.WallS-t.SetupS-t.TimelineS)
+		t.PlannedS = v.p.s.RunLength().Seconds()
+	}()
 	v.env = &lab.Env{RunID: v.runID, Dir: v.dir, LogDir: logDir, Seed: v.seed, T0: t0, Site: site, Log: v.log, OnEvent: v.record}
 	if note := site.Note(); note != "" {
 		v.env.Event("note", "placement", note)
@@ -100,8 +106,10 @@ func (v *variant) workload(ctx context.Context, cluster lab.Cluster) error {
 		return errors.Join(err, w.Stop(ctx))
 	}
 	workStart := time.Now()
+	v.vr.Timing.SetupS = workStart.Sub(v.env.T0).Seconds()
 	bg.Go(func() { v.progress(runCtx, w, smp) })
 	ferr := v.timeline(runCtx, cluster, w, workStart)
+	v.vr.Timing.TimelineS = time.Since(workStart).Seconds()
 	v.phase.set("collect")
 	stop()
 	serr := w.Stop(context.WithoutCancel(ctx))

@@ -1,5 +1,7 @@
-// Command genschema writes the JSON Schema of scenario files, generated from
-// the Go types by scenarios.Schema. Run it with `go generate ./scenarios`.
+// Command genschema writes the JSON Schema of scenario files and the
+// plug-in reference, generated from the Go types and the registered
+// plug-ins by scenarios.Schema and scenarios.Reference. Run it with
+// `go generate ./scenarios` (from the scenarios folder).
 package main
 
 import (
@@ -12,18 +14,26 @@ import (
 )
 
 func main() {
-	out := flag.String("o", "schema.json", "file to write (- for standard output)")
+	schema := flag.String("o", "schema.json", "schema file to write")
+	ref := flag.String("ref", "reference.md", "reference file to write")
 	flag.Parse()
-	b, err := scenarios.Schema("..")
-	if err == nil {
-		if *out == "-" {
-			_, err = os.Stdout.Write(b)
-		} else {
-			err = os.WriteFile(*out, b, 0o644)
-		}
+	if err := write(*schema, scenarios.Schema); err != nil {
+		fail(err)
 	}
+	if err := write(*ref, scenarios.Reference); err != nil {
+		fail(err)
+	}
+}
+
+func write(path string, gen func(srcRoot string) ([]byte, error)) error {
+	b, err := gen("..")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "genschema:", err)
-		os.Exit(1)
+		return err
 	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "genschema:", err)
+	os.Exit(1)
 }
