@@ -408,7 +408,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "system: zookeeper", "system: chubby"),
 		at:    "system: chubby",
 		field: "system",
-		msg:   `unknown system "chubby" (known: etcd, zookeeper)`,
+		msg:   `unknown system "chubby" (known: consul, etcd, zookeeper)`,
 	}, {
 		name:  "expect names a missing variant",
 		text:  edit(t, small, "  mitigated: held\n", "  mitigated: held\n  canary: held\n"),
