@@ -123,6 +123,10 @@ func setDefaults(s *jsonschema.Schema, v reflect.Value) {
 		if !ok {
 			continue
 		}
+		// "Clients is the number..." reads "clients is the number...".
+		if rest, ok := strings.CutPrefix(p.Description, f.Name+" "); ok {
+			p.Description = name + " " + rest
+		}
 		fv := fieldByIndexes(v, f)
 		switch {
 		case f.Type == durationType:
