@@ -265,6 +265,9 @@ func ParseReducer(s string) (r Reducer, isExpr bool, err error) {
 	args, rest := s[open+1:end], s[end+1:]
 	if w, ok := strings.CutPrefix(rest, "@"); ok {
 		r.Window = w
+		if w == "all" {
+			r.Window = "" // the default, written or not
+		}
 	} else if rest != "" {
 		return r, true, fmt.Errorf("%s: want @WINDOW after the parenthesis, got %q", s, rest)
 	}

@@ -155,7 +155,7 @@ func newReport(s *scenarios.Scenario, p *plan, o Options, runID string, start ti
 	r := &reports.Report{
 		Backend: p.plc.Name(), BackendWhy: p.why, Schema: reports.SchemaVersion, RunID: runID, StartedAt: start,
 		Scenario: s, Seed: o.Seed, Host: hostInfo(), Versions: versions(), Rerun: rerun(o.Rerun, p.plc.Name()),
-		Charts: append(append(lab.PipelineSeries(), p.sys.Series()...), p.kind.Series()...),
+		Charts: append(append(p.kind.Series(), p.sys.Series()...), lab.PipelineSeries()...),
 	}
 	if b, err := readSource(s.Source); err == nil {
 		r.ScenarioYAML = string(b)
