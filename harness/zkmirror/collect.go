@@ -11,7 +11,7 @@ import (
 // Collect turns the clients' samples into series, the computed metrics and
 // a summary per client.
 func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
-	wlog := w.writer.Log()
+	wlog := w.wlog()
 	var ooms, deaths int
 	var requests, reconnects, refreshes float64
 	lastStale, neverFresh := math.Inf(-1), false

@@ -33,7 +33,8 @@ type workload struct {
 
 	conn   *zk.Conn
 	writer *Writer
-	group  *instances.Group
+	wlog   func() []Write
+	group  supervisor
 	stop   context.CancelFunc
 	bg     sync.WaitGroup
 
@@ -74,6 +75,7 @@ func (w *workload) Seed(ctx context.Context) error {
 func (w *workload) Start(ctx context.Context) error {
 	ctx, w.stop = context.WithCancel(ctx)
 	w.writer = &Writer{Conn: w.conn, Hot: w.hot, Rate: w.s.Writer.RatePerSec, DataBytes: w.tree.DataBytes}
+	w.wlog = w.writer.Log
 	w.bg.Go(func() { w.writer.Run(ctx) })
 	servers := w.cluster.Endpoints(lab.FromSite)
 	seeds := w.env.Rand(1)
@@ -126,7 +128,7 @@ func (w *workload) ended(i, inc int) {
 
 // Steady counts the clients whose latest sample shows a loaded, fresh mirror.
 func (w *workload) Steady() lab.Steady {
-	wlog := w.writer.Log()
+	wlog := w.wlog()
 	st := lab.Steady{Total: w.s.Clients, What: "mirrors fresh"}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -190,9 +192,20 @@ func (w *workload) Targets(group string) []lab.Target {
 	return out
 }
 
+// supervisor is what the workload needs of its clients' supervisor
+// (instances.Group).
+type supervisor interface {
+	Len() int
+	ID(i int) string
+	Alive(i int) bool
+	Proc(i int) lab.Proc
+	Summary(i int, edit func(*lab.Instance)) lab.Instance
+	Stop()
+}
+
 // clientTarget is one client as a fault sees it.
 type clientTarget struct {
-	g *instances.Group
+	g supervisor
 	i int
 }
 

@@ -1,0 +1,94 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// chaoslab's own agent in a container of the client image, under a pids
+// and a CPU limit: its stdout lines arrive, the harness reaches its port
+// at the container's address, its threads and pids are read from /proc and
+// its cgroup, and Stop ends it; the site's Close leaves nothing.
+func TestIntegration_ContainerAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a container")
+	}
+	ctx := context.Background()
+	p, err := New(lab.PlacementOptions{Log: slog.Default()})
+	require.NoError(t, err)
+	if err := p.Available(ctx); err != nil {
+		t.Skip(err)
+	}
+	if err := p.Prepare(ctx, []lab.ImageNeed{{Name: lab.AgentImage}}); err != nil {
+		t.Skipf("no client image: %v", err)
+	}
+	runID := "placement-test-" + time.Now().Format("150405")
+	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, s.Close())
+		left, err := docker.Leftovers(ctx, runID)
+		require.NoError(t, err)
+		require.Empty(t, left)
+	}()
+	host, adv := s.Listen()
+	routes := make(chan string, 1)
+	var log syncBuf
+	cfg := map[string]any{"id": "fe-01", "index": 1, "etcd": []string{"http://etcd-nowhere:2379"}, "listen_host": host, "advertise": adv,
+		"peer_threads": "per-peer", "pool_threads": 4, "bootstrap": "peers", "bootstrap_timeout": "3s", "heartbeat": "1s", "lease_ttl": "3s"}
+	proc, err := s.Start(ctx, lab.Program{Name: "fe-01-0", Alias: "fe-01", Role: "frontend", Agent: "kinesis-frontend", Config: cfg,
+		Limits: lab.Limits{Pids: 40, CPUCores: 0.5}, Stderr: &log,
+		Stdout: func(line []byte) {
+			var a struct{ Route string }
+			if json.Unmarshal(line, &a) == nil && a.Route != "" {
+				routes <- a.Route
+			}
+		}})
+	require.NoError(t, err)
+	var route string
+	select {
+	case route = <-routes:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no route printed:\n%s", log.b.String())
+	}
+	_, port, err := net.SplitHostPort(route)
+	require.NoError(t, err)
+	addr := net.JoinHostPort(proc.Host(), port)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/status")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 200*time.Millisecond, "no /status at %s", addr)
+	st := proc.Stats()
+	require.GreaterOrEqual(t, st.Threads, 2)
+	require.True(t, st.Pids >= 2 && st.Pids <= 40, "pids %d", st.Pids)
+	e := proc.Stop(5 * time.Second)
+	require.True(t, e.Stopped, "%+v", e)
+	require.NoError(t, proc.Release())
+}
