@@ -141,3 +141,17 @@ func (p *plan) prepare(ctx context.Context, log *slog.Logger) error {
 	}
 	return p.sys.Prepare(ctx, p.plc, log)
 }
+
+// Preflight says whether s can run here with o, without starting anything
+// but the placement's checks (images present, faults possible): what Run
+// would refuse, it refuses.
+func Preflight(ctx context.Context, s *scenarios.Scenario, o Options) error {
+	if len(o.Variants) == 0 {
+		o.Variants = s.VariantNames()
+	}
+	p, err := newPlan(ctx, s, &o)
+	if err != nil {
+		return err
+	}
+	return p.plc.Prepare(ctx, p.images())
+}

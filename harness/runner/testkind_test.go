@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -194,10 +195,10 @@ expect:
 // runner, reports, verdict or scenarios, and the report draws its series
 // under the title it declared.
 func TestIntegration_ThirdKind(t *testing.T) {
-	skipUnlessReal(t)
+	labtest.SkipUnlessZooKeeper(t)
 	s, err := scenarios.Parse("probe.yaml", []byte(probeScenario))
 	require.NoError(t, err)
-	r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Logger: testLogger(t)})
+	r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Logger: labtest.Logger(t)})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, verdict.Held, r.Verdict, r.Reason)
@@ -209,5 +210,6 @@ func TestIntegration_ThirdKind(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(r.Dir, "index.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(html), "The test probe got an answer (1) or not (0)")
-	assertCleanedUp(t, r)
+	labtest.NoProcessNaming(t, r.Dir)
+	labtest.NoCgroups(t, s.ID)
 }

@@ -1,18 +1,19 @@
-package runner
+package replays_test
 
 import (
 	"context"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/fleet"
+	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/limits"
+	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
@@ -40,19 +41,8 @@ func skipUnlessFleet(t *testing.T) *scenarios.Scenario {
 // cgroup of the run is left.
 func assertFleetCleanedUp(t *testing.T, r *reports.Report) {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		cmd := string(b)
-		require.False(t, strings.Contains(cmd, r.Dir) || strings.Contains(cmd, "/chaoslab/"+r.Scenario.ID+"-"),
-			"a process of the run is still alive: %s: %q", p, strings.ReplaceAll(cmd, "\x00", " "))
-	}
-	groups, _ := filepath.Glob("/sys/fs/cgroup/*/chaoslab/*" + r.Scenario.ID + "*")
-	groups2, _ := filepath.Glob("/sys/fs/cgroup/chaoslab/*" + r.Scenario.ID + "*")
-	require.Empty(t, append(groups, groups2...), "cgroups of the run are left")
+	labtest.NoProcessNaming(t, r.Dir, "/chaoslab/"+r.Scenario.ID+"-")
+	labtest.NoCgroups(t, r.Scenario.ID)
 }
 
 // TestIntegration_ReplayIL0384 replays the built-in IL-0384 scenario for
@@ -61,7 +51,7 @@ func assertFleetCleanedUp(t *testing.T, r *reports.Report) {
 func TestIntegration_ReplayIL0384(t *testing.T) {
 	s := skipUnlessFleet(t)
 	bin := chaoslabBinary(t)
-	r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: testLogger(t), Rerun: "test"})
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
@@ -118,7 +108,7 @@ func TestIntegration_AbortFleet(t *testing.T) {
 	bin := chaoslabBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(25*time.Second, cancel)
-	r, err := Run(ctx, s, Options{Variants: []string{"vulnerable"}, Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: testLogger(t), Rerun: "test"})
+	r, err := runner.Run(ctx, s, runner.Options{Variants: []string{"vulnerable"}, Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
 	require.Equal(t, verdict.Aborted, r.Variant("vulnerable").Verdict)

@@ -1,10 +1,10 @@
-package runner
+// Package replays_test replays the built-in scenarios on real servers,
+// through the runner, and checks that each reproduces its incident.
+package replays_test
 
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +17,9 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
+	"github.com/chaoslab/chaoslab/harness/labtest"
+	_ "github.com/chaoslab/chaoslab/harness/plugins"
+	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
@@ -50,32 +52,6 @@ func chaoslabBinary(t *testing.T) string {
 	return binPath
 }
 
-func skipUnlessReal(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: starts a real ZooKeeper ensemble (skipped with -short)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root for cgroups")
-	}
-	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		require.NoError(t, zkensemble.EnsureInstalled(context.Background(), slog.Default()))
-	}
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-var _ io.Writer = testWriter{}
-
 func builtin(t *testing.T) *scenarios.Scenario {
 	t.Helper()
 	scenarios.CaseChecker = func(id string) error { _, err := seeds.Get(id); return err }
@@ -88,29 +64,20 @@ func builtin(t *testing.T) *scenarios.Scenario {
 // command line names the run folder, no cgroup of the run.
 func assertCleanedUp(t *testing.T, r *reports.Report) {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		require.NotContains(t, string(b), r.Dir, "a process of the run is still alive: %s", p)
-	}
-	groups, _ := filepath.Glob("/sys/fs/cgroup/*/chaoslab/*" + r.Scenario.ID + "*")
-	groups2, _ := filepath.Glob("/sys/fs/cgroup/chaoslab/*" + r.Scenario.ID + "*")
-	require.Empty(t, append(groups, groups2...), "cgroups of the run are left")
+	labtest.NoProcessNaming(t, r.Dir)
+	labtest.NoCgroups(t, r.Scenario.ID)
 }
 
 // TestIntegration_ReplayIL0587 replays the built-in scenario for real, twice
 // with the same seed: both runs must reproduce the incident.
 func TestIntegration_ReplayIL0587(t *testing.T) {
-	skipUnlessReal(t)
+	labtest.SkipUnlessZooKeeper(t)
 	s := builtin(t)
 	bin := chaoslabBinary(t)
 	var verdicts []verdict.Verdict
 	for i := 0; i < 2; i++ {
 		out := t.TempDir()
-		r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: out, Placement: "local", AgentBinary: bin, Logger: testLogger(t), Rerun: "test"})
+		r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: out, Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
 		require.NoError(t, err)
 		t.Log(reports.Summary(r))
 		require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
@@ -185,7 +152,7 @@ func small(t *testing.T) *scenarios.Scenario {
 // paused: the report is still written, marked aborted, and nothing of the
 // run is left (the paused server is not left stopped).
 func TestIntegration_AbortMidFault(t *testing.T) {
-	skipUnlessReal(t)
+	labtest.SkipUnlessZooKeeper(t)
 	s := small(t)
 	bin := chaoslabBinary(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -197,7 +164,7 @@ func TestIntegration_AbortMidFault(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	r, err := Run(ctx, s, Options{Seed: 3, OutDir: out, Placement: "local", AgentBinary: bin, Logger: testLogger(t), Variants: []string{"mitigated"}, OnEvent: onEvent})
+	r, err := runner.Run(ctx, s, runner.Options{Seed: 3, OutDir: out, Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Variants: []string{"mitigated"}, OnEvent: onEvent})
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 90*time.Second)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
@@ -227,7 +194,7 @@ func TestIntegration_ReplayIL0587Docker(t *testing.T) {
 	s := builtin(t)
 	skipUnlessDockerImages(t, s)
 	out := t.TempDir()
-	r, err := Run(ctx, s, Options{Seed: 1, OutDir: out, Placement: "docker", Logger: testLogger(t), Rerun: "test"})
+	r, err := runner.Run(ctx, s, runner.Options{Seed: 1, OutDir: out, Placement: "docker", Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, "docker", r.Backend)
@@ -273,7 +240,7 @@ func TestIntegration_AbortMidFaultDocker(t *testing.T) {
 			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
 		}
 	}
-	r, err := Run(rctx, s, Options{Seed: 3, OutDir: t.TempDir(), Placement: "docker", Logger: testLogger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
+	r, err := runner.Run(rctx, s, runner.Options{Seed: 3, OutDir: t.TempDir(), Placement: "docker", Logger: labtest.Logger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
 	require.FileExists(t, filepath.Join(r.Dir, "index.html"))
@@ -288,12 +255,7 @@ func TestIntegration_AbortMidFaultDocker(t *testing.T) {
 // scenario here (no engine, images missing).
 func skipUnlessDockerImages(t *testing.T, s *scenarios.Scenario) {
 	t.Helper()
-	o := Options{Placement: "docker", Logger: testLogger(t)}
-	p, err := newPlan(context.Background(), s, &o)
-	if err == nil {
-		err = p.plc.Prepare(context.Background(), p.images())
-	}
-	if err != nil {
+	if err := runner.Preflight(context.Background(), s, runner.Options{Placement: "docker", Logger: labtest.Logger(t)}); err != nil {
 		t.Skipf("docker placement not available here: %v", err)
 	}
 }

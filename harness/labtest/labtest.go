@@ -1,0 +1,74 @@
+// Package labtest holds what chaoslab's integration tests share, in the
+// style of consul's sdk/testutil: skips for what a test needs, a logger
+// that writes to the test's log, and checks that a run left nothing behind.
+package labtest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chaoslab/chaoslab/harness/zkensemble"
+)
+
+// SkipUnlessZooKeeper skips a test that starts real ZooKeeper servers as
+// processes (with -short, or without root for cgroups) and installs
+// Debian's ZooKeeper when it is missing.
+func SkipUnlessZooKeeper(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts a real ZooKeeper ensemble (skipped with -short)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: needs root for cgroups")
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		if err := zkensemble.EnsureInstalled(context.Background(), slog.Default()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Logger writes to the test's log.
+func Logger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(Writer{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// Writer is an io.Writer to the test's log, a line per call.
+type Writer struct{ T *testing.T }
+
+func (w Writer) Write(p []byte) (int, error) {
+	w.T.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// NoProcessNaming fails when a process's command line names any of the
+// strings (a run's folder, its etcd prefix).
+func NoProcessNaming(t *testing.T, names ...string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			if strings.Contains(string(b), n) {
+				t.Errorf("a process of the run is still alive: %s: %q", p, strings.ReplaceAll(string(b), "\x00", " "))
+			}
+		}
+	}
+}
+
+// NoCgroups fails when a cgroup whose name holds id is left (v1 or v2).
+func NoCgroups(t *testing.T, id string) {
+	t.Helper()
+	v1, _ := filepath.Glob("/sys/fs/cgroup/*/chaoslab/*" + id + "*")
+	v2, _ := filepath.Glob("/sys/fs/cgroup/chaoslab/*" + id + "*")
+	if left := append(v1, v2...); len(left) > 0 {
+		t.Errorf("cgroups of the run are left: %v", left)
+	}
+}
