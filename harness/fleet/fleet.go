@@ -287,7 +287,7 @@ func (f *Fleet) start(s *Server) {
 	if inc > 0 {
 		what = "restarted"
 	}
-	f.event("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, inc, p.Desc(), f.cfg.ThreadLimit))
+	f.cfg.Env.Record("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, inc, p.Desc(), f.cfg.ThreadLimit))
 
 	f.wg.Add(1)
 	go func() {

@@ -130,7 +130,7 @@ func (p *plan) variants(ctx context.Context, r *reports.Report, o Options, dir s
 		}
 		v := &variant{p: p, name: name, vr: vr, o: o, index: i, of: len(o.Variants),
 			seed: uint64(o.Seed + int64(i)*7919), dir: filepath.Join(dir, name),
-			runID: fmt.Sprintf("%s-%s-%d", p.s.ID, name, time.Now().Unix()), log: log.With("variant", name)}
+			runID: variantRunID(p.s.ID, name, time.Now()), log: log.With("variant", name)}
 		log.Info("variant starting", "variant", name, "of", fmt.Sprintf("%d/%d", i+1, len(o.Variants)))
 		err := v.run(ctx)
 		switch {
@@ -148,6 +148,17 @@ func (p *plan) variants(ctx context.Context, r *reports.Report, o Options, dir s
 		log.Info("variant done", "variant", name, "verdict_inputs", shortMetrics(vr.Metrics, p.s))
 	}
 	return runErr
+}
+
+// variantRunID names a variant's cgroups, containers and networks:
+// scenario, variant and time, with the scenario's id shortened so that the
+// whole fits the engine's 63 characters.
+func variantRunID(scenario, variant string, t time.Time) string {
+	tail := fmt.Sprintf("-%s-%d", variant, t.Unix())
+	if room := 63 - len(tail); len(scenario) > room {
+		scenario = strings.TrimRight(scenario[:max(room, 8)], "-")
+	}
+	return scenario + tail
 }
 
 // newReport is the report's head: scenario, seed, host, versions, charts.

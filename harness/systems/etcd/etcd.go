@@ -7,9 +7,13 @@
 package etcd
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +71,20 @@ func (*System) Roles() []string            { return []string{lab.RoleLeader, lab
 func (*System) SampleEvery() time.Duration { return time.Second }
 func (*System) Metrics() []lab.MetricDef   { return nil }
 func (*System) Series() []lab.SeriesDef {
-	return []lab.SeriesDef{{Name: "server.db_size_mb", Title: "etcd database size per member (MiB)", Unit: "MiB"}}
+	return []lab.SeriesDef{
+		{Name: "server.proposals_pending", Title: "Raft proposals pending per member (/metrics)", Unit: "proposals"},
+		{Name: "server.db_size_mb", Title: "etcd database size per member (MiB, /metrics)", Unit: "MiB"},
+	}
+}
+
+// sampled are the gauges of a member's /metrics the sampler keeps, by
+// the series they become (and a scale).
+var sampled = map[string]struct {
+	series string
+	scale  float64
+}{
+	"etcd_server_proposals_pending":    {"server.proposals_pending", 1},
+	"etcd_mvcc_db_total_size_in_bytes": {"server.db_size_mb", 1.0 / (1 << 20)},
 }
 
 // Prepare builds (or finds in the cache) the etcd server for local processes.
@@ -125,6 +142,7 @@ type cluster struct {
 	host    []string // client URLs from the harness
 	site    []string // client URLs from the site's programs
 	cli     *clientv3.Client
+	http    *http.Client
 	wait    func(ctx context.Context) error
 	close   func() error
 }
@@ -134,7 +152,7 @@ func newCluster(env *lab.Env, ms []member, host, site []string, wait func(contex
 	if err != nil {
 		return nil, fmt.Errorf("connect etcd: %w", err)
 	}
-	c := &cluster{env: env, members: ms, host: host, site: site, cli: cli, wait: wait, close: closeFn}
+	c := &cluster{env: env, members: ms, host: host, site: site, cli: cli, wait: wait, close: closeFn, http: &http.Client{}}
 	for _, m := range ms {
 		if lm, ok := m.(*localMember); ok {
 			lm.c = c
@@ -204,15 +222,45 @@ func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 		wg.Go(func() {
 			s := lab.MemberSample{T: c.env.Now(), Member: m.Name()}
 			if m.Running() && !m.Paused() {
-				if r, st, err := c.role(ctx, m.endpoint()); err == nil {
+				if r, _, err := c.role(ctx, m.endpoint()); err == nil {
 					s.OK, s.Role = true, r
-					s.Values = map[string]float64{"server.db_size_mb": float64(st.DbSize) / (1 << 20)}
+					s.Values = c.metrics(ctx, m.endpoint())
 				}
 			}
 			out[i] = s
 		})
 	}
 	wg.Wait()
+	return out
+}
+
+// metrics reads the member's own /metrics (Prometheus text) for the
+// unlabelled gauges the sampler keeps.
+func (c *cluster) metrics(ctx context.Context, endpoint string) map[string]float64 {
+	out := map[string]float64{}
+	mctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(mctx, http.MethodGet, endpoint+"/metrics", nil)
+	if err != nil {
+		return out
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		g, want := sampled[name]
+		if !ok || !want {
+			continue
+		}
+		if x, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[g.series] = x * g.scale
+		}
+	}
 	return out
 }
 
