@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
+	"github.com/chaoslab/chaoslab/harness/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/limits"
 )
@@ -123,4 +125,23 @@ func (s *Site) Close() error {
 	}
 	wg.Wait()
 	return s.mgr.Close()
+}
+
+// Binary is a server binary built (or found in the cache) by build, once
+// per run, recorded with its version for the report.
+func (p *Placement) Binary(ctx context.Context, name, version string, build func(context.Context, images.Options) (string, error)) (string, error) {
+	bin, err := build(ctx, images.Options{Progress: progressLog{p.log}})
+	if err != nil {
+		return "", fmt.Errorf("prepare %s: %w", name, err)
+	}
+	p.SetVersion(name, version+" ("+bin+")")
+	return bin, nil
+}
+
+// progressLog turns a build's progress lines into log lines.
+type progressLog struct{ log *slog.Logger }
+
+func (l progressLog) Write(b []byte) (int, error) {
+	l.log.Info(strings.TrimSpace(string(b)))
+	return len(b), nil
 }

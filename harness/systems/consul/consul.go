@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -97,20 +96,16 @@ func (*System) Metrics() []lab.MetricDef {
 }
 
 // Prepare finds (or builds) the consul binary for local processes.
-func (s *System) Prepare(ctx context.Context, p lab.Placement, log *slog.Logger) error {
+func (s *System) Prepare(ctx context.Context, p lab.Placement, _ *slog.Logger) error {
 	lp, ok := p.(*local.Placement)
 	if !ok {
 		return nil
 	}
-	bin, err := images.ConsulBinary(ctx, images.Options{Progress: progressLog{log}})
-	if err != nil {
-		return fmt.Errorf("prepare consul: %w", err)
-	}
+	bin, err := lp.Binary(ctx, Name, images.ConsulVersion, images.ConsulBinary)
 	s.mu.Lock()
 	s.binary = bin
 	s.mu.Unlock()
-	lp.SetVersion("consul", images.ConsulVersion+" ("+bin+")")
-	return nil
+	return err
 }
 
 func (*System) Probe(placement string) (lab.Member, error) {
@@ -136,13 +131,6 @@ func (s *System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (la
 		return startDocker(ctx, env, site, t)
 	}
 	return nil, fmt.Errorf("start consul: no way to run on %s", env.Site.Placement().Name())
-}
-
-type progressLog struct{ log *slog.Logger }
-
-func (p progressLog) Write(b []byte) (int, error) {
-	p.log.Info(strings.TrimSpace(string(b)))
-	return len(b), nil
 }
 
 // apiClient is a client of one node's HTTP API.

@@ -3,12 +3,10 @@ package consul
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 
 	"github.com/chaoslab/chaoslab/harness/consullocal"
 	"github.com/chaoslab/chaoslab/harness/dockerconsul"
@@ -22,20 +20,9 @@ func startLocal(ctx context.Context, env *lab.Env, site *local.Site, bin string,
 	if bin == "" {
 		return nil, fmt.Errorf("start consul: no consul binary (the system was not prepared)")
 	}
-	var mu sync.Mutex
-	var files []*os.File
+	logs := &lab.LogFiles{Dir: env.LogDir}
 	o := consullocal.Options{Servers: t.Servers, Agents: t.Agents, Binary: bin, Dir: filepath.Join(env.Dir, "consul-data"),
-		RaftMultiplier: t.RaftMultiplier, Logger: env.Log,
-		Logs: func(name string) io.Writer {
-			f, err := os.Create(filepath.Join(env.LogDir, name+".log"))
-			if err != nil {
-				return io.Discard
-			}
-			mu.Lock()
-			files = append(files, f)
-			mu.Unlock()
-			return f
-		}}
+		RaftMultiplier: t.RaftMultiplier, Logger: env.Log, Logs: logs.Writer}
 	if t.AgentMemoryMB > 0 {
 		// Each agent is born in its memory cgroup, so that what it
 		// allocates is charged to its limit from the start.
@@ -56,11 +43,7 @@ func startLocal(ctx context.Context, env *lab.Env, site *local.Site, bin string,
 		if lc != nil {
 			err = lc.Close()
 		}
-		mu.Lock()
-		for _, f := range files {
-			f.Close()
-		}
-		mu.Unlock()
+		logs.Close()
 		_ = os.RemoveAll(o.Dir)
 		return err
 	}

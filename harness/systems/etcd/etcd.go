@@ -88,20 +88,16 @@ var sampled = map[string]struct {
 }
 
 // Prepare builds (or finds in the cache) the etcd server for local processes.
-func (s *System) Prepare(ctx context.Context, p lab.Placement, log *slog.Logger) error {
+func (s *System) Prepare(ctx context.Context, p lab.Placement, _ *slog.Logger) error {
 	lp, ok := p.(*local.Placement)
 	if !ok {
 		return nil
 	}
-	bin, err := images.EtcdBinary(ctx, images.Options{Progress: progressLog{log}})
-	if err != nil {
-		return fmt.Errorf("prepare etcd: %w", err)
-	}
+	bin, err := lp.Binary(ctx, Name, images.EtcdVersion, images.EtcdBinary)
 	s.mu.Lock()
 	s.binary = bin
 	s.mu.Unlock()
-	lp.SetVersion("etcd", images.EtcdVersion+" ("+bin+")")
-	return nil
+	return err
 }
 
 func (*System) Probe(placement string) (lab.Member, error) {
@@ -278,11 +274,4 @@ func (c *cluster) Version(ctx context.Context) string {
 func (c *cluster) Close() error {
 	_ = c.cli.Close()
 	return c.close()
-}
-
-type progressLog struct{ log *slog.Logger }
-
-func (p progressLog) Write(b []byte) (int, error) {
-	p.log.Info(string(b))
-	return len(b), nil
 }

@@ -3,11 +3,9 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/chaoslab/chaoslab/harness/dockeretcd"
 	"github.com/chaoslab/chaoslab/harness/etcdlocal"
@@ -19,32 +17,15 @@ func startLocal(ctx context.Context, env *lab.Env, bin string, t *Topology) (lab
 	if bin == "" {
 		return nil, fmt.Errorf("start etcd: no server binary (the system was not prepared)")
 	}
-	var mu sync.Mutex
-	var files []*os.File
+	logs := &lab.LogFiles{Dir: env.LogDir}
 	data := filepath.Join(env.Dir, "etcd-data")
-	lc, err := etcdlocal.Start(ctx, etcdlocal.Options{
-		Members: t.Members, Binary: bin, Dir: data, Logger: env.Log,
-		Logs: func(name string) io.Writer {
-			f, err := os.Create(filepath.Join(env.LogDir, name+".log"))
-			if err != nil {
-				return io.Discard
-			}
-			mu.Lock()
-			files = append(files, f)
-			mu.Unlock()
-			return f
-		},
-	})
+	lc, err := etcdlocal.Start(ctx, etcdlocal.Options{Members: t.Members, Binary: bin, Dir: data, Logger: env.Log, Logs: logs.Writer})
 	closeAll := func() error {
 		var err error
 		if lc != nil {
 			err = lc.Close()
 		}
-		mu.Lock()
-		for _, f := range files {
-			f.Close()
-		}
-		mu.Unlock()
+		logs.Close()
 		_ = os.RemoveAll(data)
 		return err
 	}
