@@ -21,12 +21,12 @@ type CPULimitReader interface {
 	CPULimit() (float64, error)
 }
 
+func init() { Register(func() Fault { return &CPUThrottle{Cores: 0.1} }) }
+
 // CPUThrottle holds the target to a slice of a core for the duration, then
 // restores its previous limit (none, usually): the "high CPU on the leader"
 // of IL-0587, where the server still runs, slowly, rather than stopping
 // (compare pause). Only container targets support it.
-func init() { Register(func() Fault { return &CPUThrottle{Cores: 0.1} }) }
-
 type CPUThrottle struct {
 	// Cores is the CPU limit during the fault, in cores.
 	Cores float64 `yaml:"cores"`

@@ -14,13 +14,13 @@ type NetworkDisconnector interface {
 	Reconnect(ctx context.Context) error
 }
 
-// Disconnect takes the target off the cluster's network for the duration,
-// then reconnects it: its peers and clients lose it while it keeps running
-// (a network partition of one member). Only container targets support it.
 func init() {
 	Register(func() Fault { return &Disconnect{ReconnectTimeout: Duration(30 * time.Second)} })
 }
 
+// Disconnect takes the target off the cluster's network for the duration,
+// then reconnects it: its peers and clients lose it while it keeps running
+// (a network partition of one member). Only container targets support it.
 type Disconnect struct {
 	// ReconnectTimeout bounds the reconnection.
 	ReconnectTimeout Duration `yaml:"reconnect_timeout"`

@@ -13,15 +13,15 @@ type Replacer interface {
 	Replace(ctx context.Context) error
 }
 
+func init() {
+	Register(func() Fault { return &Replace{StartTimeout: Duration(120 * time.Second)} })
+}
+
 // Replace stops the target, removes it with its data and starts a fresh one
 // in its place that must catch up from its peers: one step of a rolling
 // replacement (IL-0277). The replacement starts at once; the fault window
 // lasts at least the duration (longer if the new member takes longer to
 // serve). Only container targets support it.
-func init() {
-	Register(func() Fault { return &Replace{StartTimeout: Duration(120 * time.Second)} })
-}
-
 type Replace struct {
 	// StartTimeout bounds the replacement.
 	StartTimeout Duration `yaml:"start_timeout"`
