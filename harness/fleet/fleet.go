@@ -273,7 +273,9 @@ func (f *Fleet) start(s *Server) {
 	p, err := f.cfg.Env.Site.Start(f.ctx, f.program(s, inc, tail))
 	if err != nil {
 		logf.Close()
-		f.event("note", s.ID, "could not start: "+err.Error())
+		if f.ctx.Err() == nil { // not the end of the run
+			f.event("note", s.ID, "could not start: "+err.Error())
+		}
 		return
 	}
 	done := make(chan struct{})
