@@ -292,7 +292,7 @@ func (r *Report) recheckStored() (verdict.Verdict, string, error) {
 		}
 		hs := make([]scenarios.Hypothesis, len(v.Hypotheses))
 		for i, c := range v.Hypotheses {
-			hs[i] = scenarios.Hypothesis{ID: c.ID, Description: c.Description, Metric: c.Metric, Op: c.Op, Threshold: c.Threshold}
+			hs[i] = scenarios.Hypothesis{ID: c.ID, Description: c.Description, Metric: c.Metric, Op: c.Op, Threshold: c.Threshold, Optional: c.Optional}
 		}
 		v.Hypotheses, v.Verdict, v.Reason = verdict.Hypotheses(hs, m)
 		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: v.Verdict, Expect: v.Expect, Reason: v.Reason})

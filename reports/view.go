@@ -314,6 +314,8 @@ func newCheckRow(c verdict.Check, docs map[string]string) checkRow {
 		Observed:    verdict.FormatValue(float64(c.Observed)),
 	}
 	switch {
+	case c.Missing && c.Optional:
+		row.Result, row.Class, row.Observed = "not judged", "", "not reported by this client"
 	case c.Missing:
 		row.Result, row.Class, row.Observed = "not measured", "warn", "not measured"
 	case c.Held:

@@ -372,7 +372,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(clients.joy)@from-fault"),
 		at:    "clients.joy",
 		field: "hypotheses[0].metric",
-		msg:   `max(clients.joy)@from-fault: unknown series "clients.joy" (known: cluster.leader, server.outstanding_requests, server.avg_latency_ms, server.connections, client.pending, client.rss_mb, client.stale_s, client.reconnects, client.connected, client.completed)`,
+		msg:   `max(clients.joy)@from-fault: unknown series "clients.joy" (known: cluster.leader, server.outstanding_requests, server.avg_latency_ms, server.connections, client.pending, client.rss_mb, client.stale_s, client.reconnects, client.connected, client.completed, client.server_outstanding, client.server_requests, client.server_connections, client.os_rss_mb, client.threads, client.cpu_s)`,
 	}, {
 		name:  "a reducer with a bad window",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(client.pending)@tomorrow"),
@@ -438,7 +438,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "window: 8", "windw: 8"),
 		at:    "windw:",
 		field: "variants.mitigated.workload.windw",
-		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within)",
+		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
 	}, {
 		name:  "variant workload with a wrong kind",
 		text:  edit(t, small, "window: 8", "window: eight"),
@@ -509,7 +509,7 @@ func TestParseErrorText(t *testing.T) {
 	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: `+targets)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
-	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within)")
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
 
 	// Reported once, by the walk, not again when the override is applied.
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))

@@ -113,6 +113,10 @@ type Hypothesis struct {
 	Op string `yaml:"op" json:"op" jsonschema:"required"`
 	// Threshold is the bound, in the metric's unit.
 	Threshold float64 `yaml:"threshold" json:"threshold"`
+	// Optional: judged only when measured. A figure only a client can
+	// report (its mirror's freshness) is optional, so that a client that
+	// reports nothing is judged by the rest ("not reported").
+	Optional bool `yaml:"optional,omitempty" json:"optional,omitempty"`
 }
 
 // Comparison checks Metric(Numerator)/Metric(Denominator) Op Threshold.

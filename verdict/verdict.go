@@ -37,13 +37,18 @@ type Check struct {
 	Threshold   float64 `json:"threshold"`
 	Observed    Float   `json:"observed"`
 	Missing     bool    `json:"missing,omitempty"`
-	Held        bool    `json:"held"`
+	// Optional: a missing measurement does not make the variant
+	// inconclusive (a figure the client did not report).
+	Optional bool `json:"optional,omitempty"`
+	Held     bool `json:"held"`
 }
 
 // String is a one-line human form: "peak 4200 <= 500: violated".
 func (c Check) String() string {
 	state := "held"
 	switch {
+	case c.Missing && c.Optional:
+		state = "not reported (optional)"
 	case c.Missing:
 		state = "not measured"
 	case !c.Held:
@@ -75,13 +80,15 @@ func Hypotheses(hs []scenarios.Hypothesis, metrics map[string]float64) ([]Check,
 	var checks []Check
 	var violated, missing []string
 	for _, h := range hs {
-		c := Check{ID: h.ID, Description: h.Description, Metric: h.Metric, Op: h.Op, Threshold: h.Threshold}
+		c := Check{ID: h.ID, Description: h.Description, Metric: h.Metric, Op: h.Op, Threshold: h.Threshold, Optional: h.Optional}
 		v, ok := metrics[h.Metric]
 		switch {
 		case !ok || math.IsNaN(v):
 			c.Missing = true
 			c.Observed = Float(math.NaN())
-			missing = append(missing, h.ID)
+			if !h.Optional {
+				missing = append(missing, h.ID)
+			}
 		default:
 			c.Observed = Float(v)
 			c.Held = Compare(v, h.Op, h.Threshold)

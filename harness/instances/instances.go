@@ -35,6 +35,10 @@ type Config struct {
 	Restart      bool
 	RestartDelay time.Duration
 	Role         string
+	// Cluster, when set, is the cluster the instances are clients of: if
+	// it lists its client connections (lab.ConnSampler), each instance's
+	// requests are measured from the servers' side too.
+	Cluster lab.Cluster
 }
 
 // Group is a running group of instances.
@@ -43,6 +47,7 @@ type Group struct {
 	insts  []*inst
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	out    *outside
 }
 
 type inst struct {
@@ -62,6 +67,9 @@ func Start(ctx context.Context, cfg Config) *Group {
 		abs, rel := cfg.Env.LogPath(id)
 		g.insts = append(g.insts, &inst{id: id, logPath: abs, sum: lab.Instance{ID: id, Log: rel}})
 	}
+	g.out = &outside{g: g}
+	g.wg.Add(1)
+	go func() { defer g.wg.Done(); g.out.run(ctx) }()
 	g.wg.Add(len(g.insts))
 	go func() {
 		for i := range g.insts {

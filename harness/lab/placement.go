@@ -74,6 +74,10 @@ type Site interface {
 	// the host it advertises to peers ("" for the listen host; "auto" for
 	// its own address on the site's network).
 	Listen() (host, advertise string)
+	// Owners is a snapshot of which program started here each client
+	// address belongs to (a server's view of a connection, ip:port): the
+	// sockets of the program's processes, or its container's address.
+	Owners() func(remote string) Proc
 	// Note says which limits are not enforced here ("" when all are).
 	Note() string
 	// Close stops every program still running and removes the site.
@@ -142,6 +146,8 @@ type Proc interface {
 type ProcStats struct {
 	RSSBytes int64
 	Threads  int
+	// CPUSeconds is the user and system CPU time of its main process.
+	CPUSeconds float64
 	// Pids is the tasks counted against the pids limit; PidsRefused the
 	// forks and clones the kernel refused at that limit.
 	Pids        int64

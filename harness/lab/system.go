@@ -59,6 +59,10 @@ type Cluster interface {
 	// Endpoints are the client addresses (host:port, or URLs where the
 	// system's clients want them), as seen from v.
 	Endpoints(v View) []string
+	// ClientEnv is what a client program (the i-th instance) needs to
+	// reach the cluster, as environment variables (CHAOSLAB_ZK_CONNECT...),
+	// seen from v.
+	ClientEnv(v View, i int) map[string]string
 	// Leader is the member clients' writes go through, once one answer
 	// is stable.
 	Leader(ctx context.Context) (Member, error)
@@ -94,4 +98,23 @@ type MemberSample struct {
 	Role string
 	// Values by series name (server.outstanding_requests...).
 	Values map[string]float64
+}
+
+// ConnSampler is implemented by a cluster whose servers can list their
+// client connections (ZooKeeper's cons): the servers' view of each client,
+// whatever the client is and whether it reports anything itself.
+type ConnSampler interface {
+	Connections(ctx context.Context) []ConnSample
+}
+
+// ConnSample is one client connection as a server counts it.
+type ConnSample struct {
+	Member string
+	// Remote is the client's address as the server sees it (ip:port).
+	Remote string
+	// Session identifies the connection's session ("" when none yet).
+	Session string
+	// Outstanding are its requests the server has not answered; Received
+	// and Sent its packets since the connection was made.
+	Outstanding, Received, Sent float64
 }

@@ -77,3 +77,41 @@ type Agent struct {
 type Preflighter interface {
 	Preflight(p Placement, s Settings) error
 }
+
+// ClientProgram is a user's client program, run in place of a kind's own
+// agent: any program, in any language, judged from the outside.
+type ClientProgram struct {
+	// Name names the client in reports (default: the command's base name).
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Command is the program and its arguments on the local placement; on
+	// the docker placement the command run in Image (empty: the image's own).
+	Command []string `yaml:"command,omitempty" json:"command,omitempty"`
+	// Image is the client's image on the docker placement.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Env is more environment for every instance, after CHAOSLAB_*.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+}
+
+// Check validates a client program.
+func (c *ClientProgram) Check() []Problem {
+	var ps Checks
+	ps.Need(len(c.Command) > 0 || c.Image != "", "command", "a client program needs a command (local) or an image (docker)")
+	return ps
+}
+
+// Program is the program of one instance with its environment.
+func (c *ClientProgram) Program(env map[string]string) Program {
+	p := Program{Command: c.Command, Image: c.Image}
+	for _, m := range []map[string]string{env, c.Env} {
+		for k, v := range m {
+			p.Env = append(p.Env, k+"="+v)
+		}
+	}
+	return p
+}
+
+// ClientHost is implemented by settings that can run a user's client
+// program in place of the kind's own (chaoslab run --client).
+type ClientHost interface {
+	SetClient(c *ClientProgram)
+}

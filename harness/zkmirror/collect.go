@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -62,7 +63,9 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 	r.SetMetric("clients.requests.total", requests)
 	r.SetMetric("clients.reconnects.total", reconnects)
 	r.SetMetric("clients.refreshes.total", refreshes)
-	if end := tl.FaultEnd(); !math.IsNaN(end) {
+	w.group.Record(r)
+	r.SetMetric("clients.requests_per_znode_per_reconnect", requestsPerZnode(r, tl, w.tree.Nodes()))
+	if end := tl.FaultEnd(); !math.IsNaN(end) && w.anyReports() {
 		fresh := math.Inf(1)
 		if !neverFresh {
 			fresh = max(0, lastStale-end)
@@ -87,17 +90,23 @@ func (w *workload) clientSeries(r *lab.Result, id string, cs []sample, wlog []Wr
 			prevInc = s.inc
 		}
 		last = s.s
-		st := Staleness(wlog, s.s.NextSeq, time.UnixMilli(s.s.UnixMS)).Seconds()
+		st := math.NaN()
+		if s.seq {
+			st = Staleness(wlog, s.s.NextSeq, time.UnixMilli(s.s.UnixMS)).Seconds()
+			r.Add("client.stale_s", id, "s", s.t, st)
+		}
 		connected := 0.0
 		if s.s.State == "has-session" {
 			connected = 1
 		}
 		r.Add("client.pending", id, "requests", s.t, float64(s.s.InFlight+s.s.Queued))
 		r.Add("client.rss_mb", id, "MiB", s.t, float64(s.s.RSSBytes)/(1<<20))
-		r.Add("client.stale_s", id, "s", s.t, st)
 		r.Add("client.reconnects", id, "reconnects", s.t, float64(base.Reconnects+s.s.Reconnects))
 		r.Add("client.connected", id, "0/1", s.t, connected)
 		r.Add("client.completed", id, "requests", s.t, float64(base.Completed+s.s.Completed))
+		if !s.seq {
+			continue
+		}
 		lastIsStale = st > fresh
 		if lastIsStale {
 			lastStale = s.t
@@ -119,4 +128,47 @@ func (w *workload) setLimit(r *lab.Result, enforced float64) {
 		mb = e
 	}
 	r.SetLimit("client.rss_mb", mb, label)
+}
+
+// anyReports says whether some client reported how far its mirror got.
+func (w *workload) anyReports() bool {
+	for _, ss := range w.samples {
+		for _, s := range ss {
+			if s.seq {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// requestsPerZnode is, from the first fault on, the requests the servers
+// received from the clients per znode and per connection the clients
+// opened (NaN without a fault or without the servers' view).
+func requestsPerZnode(r *lab.Result, tl lab.Timeline, nodes int) float64 {
+	from := tl.FaultStart()
+	if math.IsNaN(from) || nodes == 0 {
+		return math.NaN()
+	}
+	grew := func(name string) (float64, bool) {
+		total, any := 0.0, false
+		for _, s := range r.Named(name) {
+			before, end := 0.0, 0.0
+			for _, p := range s.Points {
+				if p.T < from {
+					before = float64(p.V)
+				}
+				end = float64(p.V)
+			}
+			total += end - before
+			any = true
+		}
+		return total, any
+	}
+	reqs, ok := grew(instances.SeriesRequests)
+	conns, _ := grew(instances.SeriesConnections)
+	if !ok {
+		return math.NaN()
+	}
+	return reqs / float64(nodes) / math.Max(conns, 1)
 }

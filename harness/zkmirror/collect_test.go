@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -24,11 +25,13 @@ var collectTimeline = lab.Timeline{WarmEnd: 10, Faults: []lab.FaultWindow{{Fault
 // fakeGroup stands in for the clients' supervisor.
 type fakeGroup struct{ sums []lab.Instance }
 
-func (g *fakeGroup) Len() int          { return len(g.sums) }
-func (g *fakeGroup) ID(i int) string   { return g.sums[i].ID }
-func (g *fakeGroup) Alive(int) bool    { return true }
-func (g *fakeGroup) Proc(int) lab.Proc { return nil }
-func (g *fakeGroup) Stop()             {}
+func (g *fakeGroup) Len() int            { return len(g.sums) }
+func (g *fakeGroup) ID(i int) string     { return g.sums[i].ID }
+func (g *fakeGroup) Alive(int) bool      { return true }
+func (g *fakeGroup) Proc(int) lab.Proc   { return nil }
+func (g *fakeGroup) Stop()               {}
+func (g *fakeGroup) Requests() []float64 { return nil }
+func (g *fakeGroup) Record(*lab.Result)  {}
 func (g *fakeGroup) Summary(i int, edit func(*lab.Instance)) lab.Instance {
 	if edit != nil {
 		edit(&g.sums[i])
@@ -68,7 +71,7 @@ func upTo(u float64) int64 { return int64(math.Round(u*10)) + 1 }
 
 func csample(t float64, inc int, next int64) sample {
 	ms := collectT0.Add(time.Duration(t * float64(time.Second))).UnixMilli()
-	return sample{t: t, inc: inc, s: Sample{UnixMS: ms, NextSeq: next, HotKnown: 1}}
+	return sample{t: t, inc: inc, s: Sample{UnixMS: ms, NextSeq: next, HotKnown: 1}, seq: true}
 }
 
 func freshSamples(from, to float64, inc int) []sample {
@@ -233,4 +236,30 @@ func TestCollectPendingAndRSS(t *testing.T) {
 	assert.Equal(t, 72.0, metric(t, r, "clients.rss_mb.max"))
 	assert.Equal(t, 72.0, r.Clients[0].PeakRSSMB)
 	assert.Equal(t, lab.Limit{Value: 72, Label: "memory limit 72 MiB"}, r.Limits["client.rss_mb"])
+}
+
+// A client that does not say how far its mirror got (a user's client that
+// prints nothing) is not judged on freshness: the metric is missing, not
+// "never".
+func TestCollectFreshnessNotReported(t *testing.T) {
+	quiet := client{samples: nil}
+	r := collect(t, collectWorkload(3*time.Second, quiet, quiet))
+	_, ok := r.Metrics["clients.fresh_after_fault_s"]
+	assert.False(t, ok)
+	assert.Empty(t, r.Named("client.stale_s"))
+}
+
+// The servers' view: requests per znode per connection opened from the
+// first fault on.
+func TestRequestsPerZnode(t *testing.T) {
+	r := &lab.Result{}
+	// A full refresh: 2 reads per znode of 100 on each of 2 reconnects.
+	for _, p := range [][2]float64{{5, 200}, {9, 200}, {15, 400}, {30, 600}} {
+		r.Add(instances.SeriesRequests, "client-01", "requests", p[0], p[1])
+	}
+	for _, p := range [][2]float64{{5, 1}, {15, 2}, {30, 3}} {
+		r.Add(instances.SeriesConnections, "client-01", "connections", p[0], p[1])
+	}
+	assert.InDelta(t, 2.0, requestsPerZnode(r, collectTimeline, 100), 1e-9)
+	assert.True(t, math.IsNaN(requestsPerZnode(&lab.Result{}, collectTimeline, 100)), "no servers' view")
 }

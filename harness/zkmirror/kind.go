@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -44,7 +45,14 @@ type Settings struct {
 	Writer WriterSettings `yaml:"writer" json:"writer"`
 	// FreshWithin is the staleness under which a mirror counts as fresh.
 	FreshWithin lab.Duration `yaml:"fresh_within" json:"fresh_within"`
+	// Program, when set, is a user's mirror client run in place of
+	// chaoslab's own (the client settings above then only describe the
+	// built-in one); see "Bring your own client" in the README.
+	Program *lab.ClientProgram `yaml:"program,omitempty" json:"program,omitempty"`
 }
+
+// SetClient runs a user's client program in place of the built-in one.
+func (s *Settings) SetClient(c *lab.ClientProgram) { s.Program = c }
 
 // WriterSettings are the background writer's.
 type WriterSettings struct {
@@ -83,11 +91,19 @@ func (s *Settings) Check() []lab.Problem {
 	c.Need(s.Writer.RatePerSec >= 0, "writer.rate_per_sec", "want >= 0")
 	c.Need(s.MemoryLimitMB >= 0, "memory_limit_mb", "want >= 0")
 	c.Need(s.FreshWithin.D() > 0, "fresh_within", "want > 0")
+	if s.Program != nil {
+		c = append(c, lab.Under("program", s.Program.Check())...)
+	}
 	return c
 }
 
-// Images: chaoslab's own client image.
-func (s *Settings) Images() []lab.ImageNeed { return []lab.ImageNeed{{Name: lab.AgentImage}} }
+// Images: chaoslab's own client image, or the user's.
+func (s *Settings) Images() []lab.ImageNeed {
+	if s.Program != nil && s.Program.Image != "" {
+		return []lab.ImageNeed{{Name: "user-client", Ref: s.Program.Image, Defaults: []string{s.Program.Image}}}
+	}
+	return []lab.ImageNeed{{Name: lab.AgentImage}}
+}
 
 // Facts describe the workload in a report.
 func (s *Settings) Facts() []lab.Fact {
@@ -108,8 +124,12 @@ func (s *Settings) Facts() []lab.Fact {
 	if s.Restart {
 		restart = "yes, after " + s.RestartDelay.String()
 	}
+	strategy := s.Strategy
+	if s.Program != nil {
+		strategy, window = "the user's client: "+strings.Join(s.Program.Command, " ")+s.Program.Image, "the client's own"
+	}
 	return []lab.Fact{
-		{Name: "Kind", Value: KindName}, {Name: "Strategy", Value: s.Strategy}, {Name: "Window", Value: window},
+		{Name: "Kind", Value: KindName}, {Name: "Strategy", Value: strategy}, {Name: "Window", Value: window},
 		{Name: "Clients", Value: strconv.Itoa(s.Clients)}, {Name: "Tree nodes", Value: tree}, {Name: "Memory limit", Value: mem},
 		{Name: "Session timeout", Value: s.SessionTimeout.String()}, {Name: "Restart on exit", Value: restart},
 		{Name: "Writer", Value: fmt.Sprintf("%g writes/s to %g%% of the leaves", s.Writer.RatePerSec, s.Writer.Share*100)},
@@ -127,21 +147,22 @@ func (kind) Probe(string) lab.Target   { return &clientTarget{} }
 func (kind) Noun() (string, string)    { return "client", "clients" }
 
 func (kind) Series() []lab.SeriesDef {
-	return []lab.SeriesDef{
+	return append([]lab.SeriesDef{
 		{Name: "client.pending", Title: "Requests in flight + queued per client", Unit: "requests"},
 		{Name: "client.rss_mb", Title: "Client RSS (MiB), against the memory limit", Unit: "MiB", Marks: []string{"oom-kill"}},
 		{Name: "client.stale_s", Title: "Mirror staleness (s)", Unit: "s"},
 		{Name: "client.reconnects", Title: "Reconnects per client (cumulative)", Unit: "reconnects"},
 		{Name: "client.connected", Title: "Clients with a session", Unit: "0/1"},
 		{Name: "client.completed", Title: "Requests completed per client (cumulative)", Unit: "requests"},
-	}
+	}, instances.Series()...)
 }
 
 func (kind) Metrics() []lab.MetricDef {
 	max := func(series, window string) *lab.Reducer {
 		return &lab.Reducer{Series: series, Reduce: "max", Window: window}
 	}
-	return []lab.MetricDef{
+	return append(instances.Metrics(), []lab.MetricDef{
+		{Name: "clients.requests_per_znode_per_reconnect", Unit: "requests", Doc: "from the first fault on, the requests the servers received from the clients, per znode of the tree and per connection a client opened (the servers' view, cons): about 2 for a full refresh on every reconnect, near 0 for a resumed session that is not refreshed"},
 		{Name: "clients.oom_kills", Unit: "processes", Doc: "client processes killed by the kernel's OOM killer (cgroup counters, kernel log, or the engine's state)"},
 		{Name: "clients.deaths", Unit: "processes", Doc: "client processes that exited before the end of the run, for any reason"},
 		{Name: "clients.rss_mb.max", Unit: "MiB", Doc: "peak resident memory of any client process", Reducer: max("client.rss_mb", "")},
@@ -151,8 +172,8 @@ func (kind) Metrics() []lab.MetricDef {
 		{Name: "clients.reconnects.total", Unit: "reconnections", Doc: "reconnections (a new TCP connection with a session) over all clients"},
 		{Name: "clients.refreshes.total", Unit: "walks", Doc: "full or paced tree walks started over all clients"},
 		{Name: "clients.stale_s.max", Unit: "s", Doc: "peak staleness of any mirror after warm-up", Reducer: max("client.stale_s", "after-warmup")},
-		{Name: "clients.fresh_after_fault_s", Unit: "s", Doc: "seconds from the end of the last fault until every client's mirror is fresh and stays fresh (+Inf when that never happens in the run; a dead client is stale)"},
-	}
+		{Name: "clients.fresh_after_fault_s", Unit: "s", Doc: "seconds from the end of the last fault until every client's mirror is fresh and stays fresh (+Inf when that never happens in the run; a dead client is stale); reported by the clients (max_seq or next_seq), not measured for a client that does not"},
+	}...)
 }
 
 // runAgent is `chaoslab agent zk-tree-mirror --config JSON`.

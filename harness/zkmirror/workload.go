@@ -2,10 +2,10 @@ package zkmirror
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+		"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/lineproto"
 )
 
 // sample is one sample of one client incarnation, on the variant's clock.
@@ -21,6 +22,8 @@ type sample struct {
 	t   float64
 	inc int
 	s   Sample
+	// seq: the sample says how far the mirror has got (next_seq or max_seq).
+	seq bool
 }
 
 // workload is one variant's mirrors, tree and writer.
@@ -87,22 +90,46 @@ func (w *workload) Start(ctx context.Context) error {
 		Env: w.env, Count: w.s.Clients, Prefix: "client", Role: "client",
 		Spread: w.s.StartSpread.D(), Restart: w.s.Restart, RestartDelay: w.s.RestartDelay.D(),
 		Program: func(i, inc int) lab.Program {
-			cfg := Config{Client: w.s.Client, ID: fmt.Sprintf("client-%02d", i+1), Servers: servers, Root: w.tree.Root,
+			id := fmt.Sprintf("client-%02d", i+1)
+			if w.s.Program != nil {
+				p := w.s.Program.Program(w.clientEnv(id, i, inc, clientSeeds[i]+uint64(inc)))
+				p.Limits = lab.Limits{MemoryMB: w.s.MemoryLimitMB}
+				return p
+			}
+			cfg := Config{Client: w.s.Client, ID: id, Servers: servers, Root: w.tree.Root,
 				HotCount: len(w.hot), Seed: clientSeeds[i] + uint64(inc)}
 			return lab.Program{Agent: KindName, Config: cfg, Limits: lab.Limits{MemoryMB: w.s.MemoryLimitMB}}
 		},
+		Cluster: w.cluster,
 		OnLine: w.onLine,
 		OnExit: func(i, inc int, _ lab.Exit) { w.ended(i, inc) },
 	})
 	return nil
 }
 
-// onLine reads a client's JSON sample.
+// clientEnv is what a user's mirror client is told, as environment
+// variables: where the ensemble is, what to mirror, its limits.
+func (w *workload) clientEnv(id string, i, inc int, seed uint64) map[string]string {
+	env := w.cluster.ClientEnv(lab.FromSite, i)
+	for k, v := range map[string]string{
+		"CHAOSLAB_CLIENT_ID": id, "CHAOSLAB_INCARNATION": strconv.Itoa(inc), "CHAOSLAB_SEED": strconv.FormatUint(seed, 10),
+		"CHAOSLAB_TREE_ROOT": w.tree.Root, "CHAOSLAB_TREE_ZNODES": strconv.Itoa(w.tree.Nodes()),
+		"CHAOSLAB_SESSION_TIMEOUT_MS": strconv.FormatInt(w.s.SessionTimeout.D().Milliseconds(), 10),
+		"CHAOSLAB_REPORT_INTERVAL_MS": strconv.FormatInt(w.s.ReportInterval.D().Milliseconds(), 10),
+		"CHAOSLAB_MEMORY_LIMIT_MB":    strconv.Itoa(w.s.MemoryLimitMB),
+	} {
+		env[k] = v
+	}
+	return env
+}
+
+// onLine reads a client's sample (the line protocol, as any client's).
 func (w *workload) onLine(i, inc int, line []byte) {
-	var s Sample
-	if json.Unmarshal(line, &s) != nil {
+	l, ok := lineproto.Parse(line)
+	if !ok {
 		return
 	}
+	s := sampleOf(l, time.Now())
 	enforced := 0.0
 	if p := w.group.Proc(i); p != nil {
 		enforced = float64(p.Stats().MemoryLimitBytes)
@@ -112,7 +139,7 @@ func (w *workload) onLine(i, inc int, line []byte) {
 		w.limit = enforced
 	}
 	defer w.mu.Unlock()
-	w.samples[i] = append(w.samples[i], sample{t: w.env.Clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s})
+	w.samples[i] = append(w.samples[i], sample{t: w.env.Clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s, seq: s.NextSeq > 0})
 	w.last[[2]int{i, inc}] = s
 }
 
@@ -126,14 +153,23 @@ func (w *workload) ended(i, inc int) {
 	}
 }
 
-// Steady counts the clients whose latest sample shows a loaded, fresh mirror.
+// Steady counts the clients whose latest sample shows a loaded, fresh
+// mirror; a client that does not report its mirror is counted once the
+// servers have received at least one request per znode from it.
 func (w *workload) Steady() lab.Steady {
 	wlog := w.wlog()
 	st := lab.Steady{Total: w.s.Clients, What: "mirrors fresh"}
+	loaded := w.group.Requests()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, ss := range w.samples {
-		if !w.group.Alive(i) || len(ss) == 0 {
+		if !w.group.Alive(i) {
+			continue
+		}
+		if !w.reports(ss) {
+			if i < len(loaded) && loaded[i] >= float64(w.tree.Nodes()) {
+				st.Ready++
+			}
 			continue
 		}
 		s := ss[len(ss)-1].s
@@ -142,6 +178,11 @@ func (w *workload) Steady() lab.Steady {
 		}
 	}
 	return st
+}
+
+// reports says whether a client reports its mirror's freshness.
+func (w *workload) reports(ss []sample) bool {
+	return len(ss) > 0 && ss[len(ss)-1].seq
 }
 
 // Progress: clients alive, OOM kills, requests held, peak RSS.
@@ -200,6 +241,8 @@ type supervisor interface {
 	Alive(i int) bool
 	Proc(i int) lab.Proc
 	Summary(i int, edit func(*lab.Instance)) lab.Instance
+	Requests() []float64
+	Record(r *lab.Result)
 	Stop()
 }
 
@@ -240,4 +283,25 @@ type quietLogger struct{ l *slog.Logger }
 
 func (q quietLogger) Printf(format string, args ...any) {
 	q.l.Debug(fmt.Sprintf(format, args...), "component", "harness-zk-client")
+}
+
+// sampleOf is a mirror's sample from a line: chaoslab's own agent's
+// figures, or the documented ones a user's client may print ("pending",
+// "max_seq": the highest seq= it has seen in a hot znode's data, or
+// "next_seq"; "reconnects").
+func sampleOf(l lineproto.Line, at time.Time) Sample {
+	f := l.Figures
+	s := Sample{UnixMS: l.Time(at).UnixMilli(), ID: l.ID, State: l.Labels["state"],
+		InFlight: int64(f["inflight"]), Queued: int64(f["queued"]), Completed: int64(f["completed"]),
+		Errors: int64(f["errors"]), Reconnects: int64(f["reconnects"]), Sessions: int64(f["sessions"]),
+		Refreshes: int64(f["refreshes"]), Frontier: int64(f["frontier"]), Cancelled: int64(f["cancelled"]),
+		RSSBytes: int64(f["rss"]), Goroutines: int(f["goroutines"]), Nodes: int(f["nodes"]),
+		HotKnown: int(f["hot_known"]), NextSeq: int64(f["next_seq"])}
+	if p, ok := f["pending"]; ok {
+		s.InFlight, s.Queued = int64(p), 0
+	}
+	if m, ok := f["max_seq"]; ok && s.NextSeq == 0 {
+		s.NextSeq, s.HotKnown = int64(m)+1, 1
+	}
+	return s
 }

@@ -190,7 +190,7 @@ func (p *proc) readCounters() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if perr == nil {
-		p.stats.RSSBytes, p.stats.Threads = ps.RSSBytes, ps.Threads
+		p.stats.RSSBytes, p.stats.Threads, p.stats.CPUSeconds = ps.RSSBytes, ps.Threads, ps.CPUSeconds
 	}
 	if ok {
 		p.stats.Pids, p.stats.PidsRefused = cur, max(p.stats.PidsRefused, refused)

@@ -132,7 +132,7 @@ func (p *proc) Stats() lab.ProcStats {
 			p.readStats(st)
 		}
 		if perr == nil {
-			p.stats.RSSBytes, p.stats.Threads = ps.RSSBytes, ps.Threads
+			p.stats.RSSBytes, p.stats.Threads, p.stats.CPUSeconds = ps.RSSBytes, ps.Threads, ps.CPUSeconds
 		}
 		p.mu.Unlock()
 	}

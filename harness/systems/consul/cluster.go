@@ -89,6 +89,16 @@ func (c *cluster) Endpoints(v lab.View) []string {
 	return servers
 }
 
+// ClientEnv: the HTTP API of one agent per instance, round robin (a pod
+// talks to the agent of its node).
+func (c *cluster) ClientEnv(v lab.View, i int) map[string]string {
+	eps := c.Endpoints(v)
+	if len(eps) == 0 {
+		return nil
+	}
+	return map[string]string{"CHAOSLAB_CONSUL_HTTP_ADDR": eps[i%len(eps)]}
+}
+
 // leaderAddr asks a node which server leads ("" when none does).
 func (c *cluster) leaderAddr(ctx context.Context, n node) (string, error) {
 	cl, err := c.client(n)

@@ -176,6 +176,11 @@ func (c *cluster) Endpoints(v lab.View) []string {
 	return c.site
 }
 
+// ClientEnv: the client URLs.
+func (c *cluster) ClientEnv(v lab.View, _ int) map[string]string {
+	return map[string]string{"CHAOSLAB_ETCD_ENDPOINTS": strings.Join(c.Endpoints(v), ",")}
+}
+
 // role asks a member's status whether it leads.
 func (c *cluster) role(ctx context.Context, endpoint string) (string, *clientv3.StatusResponse, error) {
 	sctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)

@@ -40,6 +40,11 @@ func (c *cluster) Members() []lab.Member {
 
 func (c *cluster) Endpoints(v lab.View) []string { return c.ens.endpoints(v) }
 
+// ClientEnv: the connect string.
+func (c *cluster) ClientEnv(v lab.View, _ int) map[string]string {
+	return map[string]string{"CHAOSLAB_ZK_CONNECT": strings.Join(c.ens.endpoints(v), ",")}
+}
+
 func (c *cluster) Leader(ctx context.Context) (lab.Member, error) {
 	l, err := c.ens.leader(ctx)
 	if err != nil {

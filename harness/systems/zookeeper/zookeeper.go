@@ -155,6 +155,7 @@ func (System) Metrics() []lab.MetricDef {
 type zkMember interface {
 	lab.Member
 	Mntr(ctx context.Context) (map[string]string, error)
+	FourLetter(ctx context.Context, cmd string) (string, error)
 	Version(ctx context.Context) (string, error)
 }
 

@@ -1,0 +1,156 @@
+package instances
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// What every supervised instance is measured by from the outside, whether
+// or not its program reports anything: its process as the kernel counts it,
+// and (where the cluster lists its client connections) its requests as the
+// servers count them.
+const (
+	SeriesRSS         = "client.os_rss_mb"
+	SeriesThreads     = "client.threads"
+	SeriesCPU         = "client.cpu_s"
+	SeriesOutstanding = "client.server_outstanding"
+	SeriesRequests    = "client.server_requests"
+	SeriesConnections = "client.server_connections"
+)
+
+// Series are the outside series a group records.
+func Series() []lab.SeriesDef {
+	return []lab.SeriesDef{
+		{Name: SeriesOutstanding, Title: "Requests of each client the servers have not answered yet (the servers' view: cons)", Unit: "requests"},
+		{Name: SeriesRequests, Title: "Requests the servers received from each client (cumulative, the servers' view)", Unit: "requests"},
+		{Name: SeriesConnections, Title: "Connections each client opened to the servers (cumulative, the servers' view)", Unit: "connections"},
+		{Name: SeriesRSS, Title: "Client RSS as the kernel counts it (MiB, /proc), against the memory limit", Unit: "MiB", Marks: []string{"oom-kill"}},
+		{Name: SeriesThreads, Title: "Client threads (/proc)", Unit: "threads"},
+		{Name: SeriesCPU, Title: "Client CPU time (s, cumulative, /proc)", Unit: "s"},
+	}
+}
+
+// Metrics are the outside metrics every group's kind can declare.
+func Metrics() []lab.MetricDef {
+	red := func(series, reduce, window string) *lab.Reducer {
+		return &lab.Reducer{Series: series, Reduce: reduce, Window: window}
+	}
+	return []lab.MetricDef{
+		{Name: "clients.os_rss_mb.max", Unit: "MiB", Doc: "peak RSS of any client process as the kernel counts it (/proc), whatever the client reports", Reducer: red(SeriesRSS, "max", "")},
+		{Name: "clients.threads.max", Unit: "threads", Doc: "most threads of any client process (/proc)", Reducer: red(SeriesThreads, "max", "")},
+		{Name: "clients.server_outstanding.max_from_fault", Unit: "requests", Doc: "from the first fault on, the most requests of one client the servers held unanswered (cons)", Reducer: red(SeriesOutstanding, "max", "from-fault")},
+	}
+}
+
+// outside samples every running instance once a second.
+type outside struct {
+	g *Group
+
+	mu    sync.Mutex
+	last  map[string]float64 // per connection (member/remote): packets received
+	reqs  []float64          // per instance: requests the servers received, cumulative
+	conns []float64          // per instance: connections seen
+	res   lab.Result
+}
+
+func (o *outside) run(ctx context.Context) {
+	o.last = map[string]float64{}
+	o.reqs, o.conns = make([]float64, len(o.g.insts)), make([]float64, len(o.g.insts))
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		o.sampleProcs()
+		if cs, ok := o.g.cfg.Cluster.(lab.ConnSampler); ok {
+			o.sampleConns(ctx, cs)
+		}
+	}
+}
+
+func (o *outside) sampleProcs() {
+	now := o.g.cfg.Env.Now()
+	for i := range o.g.insts {
+		p := o.g.Proc(i)
+		if p == nil {
+			continue
+		}
+		st := p.Stats()
+		id := o.g.insts[i].id
+		o.mu.Lock()
+		o.res.Add(SeriesRSS, id, "MiB", now, float64(st.RSSBytes)/(1<<20))
+		o.res.Add(SeriesThreads, id, "threads", now, float64(st.Threads))
+		o.res.Add(SeriesCPU, id, "s", now, st.CPUSeconds)
+		o.mu.Unlock()
+	}
+}
+
+// sampleConns maps each client connection the servers list to the
+// instance whose process holds it.
+func (o *outside) sampleConns(ctx context.Context, cs lab.ConnSampler) {
+	conns := cs.Connections(ctx)
+	owner := o.g.cfg.Env.Site.Owners()
+	now := o.g.cfg.Env.Now()
+	procs := map[lab.Proc]int{}
+	for i := range o.g.insts {
+		if p := o.g.Proc(i); p != nil {
+			procs[p] = i
+		}
+	}
+	out := make([]float64, len(o.g.insts))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, c := range conns {
+		i, ok := procs[owner(c.Remote)]
+		if !ok {
+			continue
+		}
+		// A connection is its server and the client's address (its session
+		// id appears only once the handshake is done); a count that went
+		// down is a new connection on a reused port.
+		key := c.Member + "/" + c.Remote
+		prev, seen := o.last[key]
+		if !seen || c.Received < prev {
+			o.conns[i]++
+			prev = 0
+		}
+		o.reqs[i] += c.Received - prev
+		o.last[key] = c.Received
+		out[i] += c.Outstanding
+	}
+	for i, in := range o.g.insts {
+		if o.g.Proc(i) == nil && out[i] == 0 {
+			continue
+		}
+		o.res.Add(SeriesOutstanding, in.id, "requests", now, out[i])
+		o.res.Add(SeriesRequests, in.id, "requests", now, o.reqs[i])
+		o.res.Add(SeriesConnections, in.id, "connections", now, o.conns[i])
+	}
+}
+
+// Record adds the outside series to a result.
+func (g *Group) Record(r *lab.Result) {
+	if g.out == nil {
+		return
+	}
+	g.out.mu.Lock()
+	defer g.out.mu.Unlock()
+	r.Series = append(r.Series, g.out.res.Series...)
+}
+
+// Requests are the requests the servers have received from each instance
+// so far (nil when the cluster does not list its connections).
+func (g *Group) Requests() []float64 {
+	if g.out == nil {
+		return nil
+	}
+	g.out.mu.Lock()
+	defer g.out.mu.Unlock()
+	return append([]float64(nil), g.out.reqs...)
+}
