@@ -2,18 +2,18 @@
 // more than the harness measures from the outside. It is one JSON object
 // per line on standard output:
 //
-//	{"t": 1547802540123, "id": "client-01", "pending": 12, "max_seq": 4210, "state": "has-session"}
+//		{"t": 1547802540123, "id": "client-01", "pending": 12, "max_seq": 4210, "state": "has-session"}
 //
-//   - "t" is the sample's time in Unix milliseconds (absent: the time the
-//     line was read);
-//   - "id" names the client (optional: the harness knows which instance
-//     printed the line);
-//   - every other number is a figure, recorded per instance as the series
-//     client.<name>, which hypotheses can reduce (max(client.pending));
-//   - every string is a label (a state), kept for the workload that knows it;
-//   - {"prometheus": "http://127.0.0.1:9464/metrics"} asks the harness to
-//     scrape that endpoint every second instead: each unlabelled gauge or
-//     counter becomes a figure.
+//	  - "t" is the sample's time in Unix milliseconds (absent: the time the
+//	    line was read);
+//	  - "id" names the client (optional: the harness knows which instance
+//	    printed the line);
+//	  - every other number is a figure, recorded per instance as the series
+//	    client.<name>, which hypotheses can reduce (max(client.pending));
+//	  - every string is a label (a state), kept for the workload that knows it;
+//	  - {"prometheus": "http://127.0.0.1:9464/metrics"} asks the harness to
+//	    scrape that endpoint every second instead: each unlabelled gauge or
+//	    counter becomes a figure.
 //
 // Lines that are not JSON objects are passed over: a program may print
 // anything else. chaoslab's own agents print their samples this way, and

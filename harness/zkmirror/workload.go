@@ -2,7 +2,7 @@ package zkmirror
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -101,8 +101,8 @@ func (w *workload) Start(ctx context.Context) error {
 			return lab.Program{Agent: KindName, Config: cfg, Limits: lab.Limits{MemoryMB: w.s.MemoryLimitMB}}
 		},
 		Cluster: w.cluster,
-		OnLine: w.onLine,
-		OnExit: func(i, inc int, _ lab.Exit) { w.ended(i, inc) },
+		OnLine:  w.onLine,
+		OnExit:  func(i, inc int, _ lab.Exit) { w.ended(i, inc) },
 	})
 	return nil
 }
