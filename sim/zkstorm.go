@@ -44,7 +44,8 @@ func (st ZKStrategy) String() string {
 // client's outgoing queue) and answers heartbeats after its held work.
 // A connection that gets no answer for RecvTimeout is lost; the client
 // reconnects to a random server that accepts it and resumes its session if
-// it was away less than SessionTimeout. A proxy's memory is BaseMB plus
+// it was away less than SessionTimeout (counted from the end of an election
+// at the latest). A proxy's memory is BaseMB plus
 // PerZnodeKB for every znode of its mirror and PerRequestKB for every read
 // it has pending (at the server, in its queue or waiting to be retried);
 // past LimitMB it is OOM-killed and, after RestartDelay, starts empty on a
@@ -134,12 +135,26 @@ type ZKStormResult struct {
 	// PeakPendingFromFault is PeakPending from FaultAt on
 	// (clients.pending.max_from_fault).
 	PeakPendingFromFault float64
-	OOMKills             int
-	OOMAfterFault        int
-	Reconnects           int
-	Refreshes            int // full refreshes or walks started
-	Elections            int
-	GCStalls             int // server GC stalls (queue over ServerQueueLimit)
+	// PeakClientHeld is, from FaultAt, the most reads of one proxy a
+	// server held after a round (clients.server_outstanding.max_from_fault).
+	PeakClientHeld float64
+	// ReloadReadsFromFault counts the reads the proxies issued from FaultAt
+	// on to (re)load their mirrors: refreshes, walks and retries of failed
+	// reads; watch re-reads, the steady traffic, are not counted.
+	// ReconnectsFromFault counts the connections they opened.
+	ReloadReadsFromFault float64
+	ReconnectsFromFault  int
+	// ReadsPerZnodePerReconnect is ReloadReadsFromFault per znode per
+	// connection opened (clients.requests_per_znode_per_reconnect; the
+	// harness counts every request, so its figure also holds the steady
+	// traffic: about 0.07 for a client that resumes its session).
+	ReadsPerZnodePerReconnect float64
+	OOMKills                  int
+	OOMAfterFault             int
+	Reconnects                int
+	Refreshes                 int // full refreshes or walks started
+	Elections                 int
+	GCStalls                  int // server GC stalls (queue over ServerQueueLimit)
 	// FreshAfter is the time from the end of the trigger until every mirror
 	// is fresh and stays fresh (+Inf if not by the horizon).
 	FreshAfter float64
@@ -203,6 +218,7 @@ type zkRun struct {
 	perReq    float64 // MB
 	perZnode  float64 // MB
 	freshOut  float64 // reads pending a fresh mirror may have
+	electedAt float64 // when the last election ended
 }
 
 func (z *zkRun) rate(j int) float64 {
@@ -293,22 +309,36 @@ func (h zkConnect) Handle(s *Sim, arg int64) {
 		return
 	}
 	now := s.Now()
-	newSession := p.newSession || now-p.lostAt > z.m.SessionTimeout
+	// Sessions expire on the leader's clock; a new leader gives every
+	// session a full timeout again (ZooKeeper's SessionTracker on load).
+	newSession := p.newSession || now-math.Max(p.lostAt, z.electedAt) > z.m.SessionTimeout
 	p.state, p.srv, p.lastAnswer, p.newSession = zkConnected, int8(j), now, false
 	z.res.Reconnects++
+	if now >= z.m.FaultAt {
+		z.res.ReconnectsFromFault++
+	}
 	switch z.m.Strategy {
 	case FullRefresh:
 		// TreeCache: the whole tree again, on top of whatever is pending.
 		p.out += z.reads
 		p.incomplete = false
 		z.res.Refreshes++
+		z.reloads(now, z.reads)
 	case Paced:
 		if newSession {
 			p.walk, p.walking = z.reads, true
 			z.res.Refreshes++
+			z.reloads(now, z.reads)
 		}
 	}
 	z.checkMemory(s, i)
+}
+
+// reloads counts n reads issued at now to (re)load a mirror.
+func (z *zkRun) reloads(now, n float64) {
+	if now >= z.m.FaultAt {
+		z.res.ReloadReadsFromFault += n
+	}
 }
 
 // lose: proxy i's connection is gone; its reads in flight fail.
@@ -355,6 +385,7 @@ func (h zkRetry) Handle(s *Sim, arg int64) {
 	}
 	if p.state == zkConnected {
 		p.out += p.retry
+		z.reloads(s.Now(), p.retry)
 		p.retry = 0
 		return
 	}
@@ -408,7 +439,7 @@ func (h zkElected) Handle(s *Sim, _ int64) {
 		}
 	}
 	z.sv[old].demoted = true
-	z.leader, z.electing, z.deadSince = best, false, -1
+	z.leader, z.electing, z.deadSince, z.electedAt = best, false, -1, s.Now()
 	z.res.Elections++
 }
 
@@ -498,6 +529,17 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 	}
 	recv := z.recv()
 	peak := 0.0
+	if now >= m.FaultAt {
+		for i := range z.px {
+			if p := &z.px[i]; p.state == zkConnected && z.rate(int(p.srv)) > 0 {
+				held := z.inflight(p)
+				if m.OutstandingCap > 0 {
+					held = math.Min(held, float64(m.OutstandingCap))
+				}
+				z.res.PeakClientHeld = math.Max(z.res.PeakClientHeld, held)
+			}
+		}
+	}
 	for j := range z.sv {
 		sv := &z.sv[j]
 		r := z.rate(j)
@@ -695,6 +737,7 @@ func (m ZKStorm) Run() ZKStormResult {
 	if allFresh {
 		r.FreshAfter = math.Max(0, z.lastStale-z.faultEnd)
 	}
+	r.ReadsPerZnodePerReconnect = r.ReloadReadsFromFault / float64(z.m.Znodes) / math.Max(float64(r.ReconnectsFromFault), 1)
 	r.Events = s.Events()
 	return r
 }
@@ -728,6 +771,8 @@ func (r ZKStormResult) Summary() Result {
 			"clients.oom_kills_from_fault":                float64(r.OOMAfterFault),
 			"clients.pending.max":                         r.PeakPending,
 			"clients.pending.max_from_fault":              r.PeakPendingFromFault,
+			"clients.server_outstanding.max_from_fault":   r.PeakClientHeld,
+			"clients.requests_per_znode_per_reconnect":    r.ReadsPerZnodePerReconnect,
 			"clients.reconnects.total":                    float64(r.Reconnects),
 			"clients.refreshes.total":                     float64(r.Refreshes),
 			"clients.fresh_after_fault_s":                 r.FreshAfter,
