@@ -5,11 +5,8 @@ package replays_test
 import (
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,30 +23,13 @@ import (
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// chaoslabBinary builds the CLI once: the harness starts it as the client
-// processes (`chaoslab agent zk-tree-mirror`).
+// chaoslabBinary is the CLI the harness starts as the client processes
+// (`chaoslab agent zk-tree-mirror`).
 func chaoslabBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "chaoslab-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "chaoslab")
-		out, err := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "github.com/chaoslab/chaoslab/cmd/chaoslab").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, buildErr, "build chaoslab")
-	return binPath
+	bin, err := labtest.ChaoslabBinary()
+	require.NoError(t, err, "build chaoslab")
+	return bin
 }
 
 func builtin(t *testing.T) *scenarios.Scenario {

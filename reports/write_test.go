@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"encoding/xml"
 	"fmt"
 	"math"
 	"os"
@@ -566,4 +567,45 @@ func TestWriteSingleVariantFewClients(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(page), `class="chart-grid cols-1"`)
 	require.Contains(t, string(page), "client-04")
+}
+
+func TestWilson(t *testing.T) {
+	lo, hi := Wilson(5, 5)
+	require.InDelta(t, 0.566, lo, 0.001)
+	require.Equal(t, 1.0, hi)
+	lo, hi = Wilson(0, 5)
+	require.Equal(t, 0.0, lo)
+	require.InDelta(t, 0.434, hi, 0.001)
+	lo, hi = Wilson(8, 10)
+	require.InDelta(t, 0.490, lo, 0.001)
+	require.InDelta(t, 0.943, hi, 0.001)
+}
+
+// Runs of a scenario sum up to rates per variant, written as a page and
+// JUnit XML that parses back.
+func TestRepeatAndJUnit(t *testing.T) {
+	a, b := testReport(t), testReport(t)
+	a.Dir, b.Dir = filepath.Join(t.TempDir(), "run-1"), filepath.Join(t.TempDir(), "run-2")
+	b.Seed = 43
+	b.Variants[1].Verdict = verdict.Violated // the mitigated variant broke once
+	b.ExpectationMet = false
+	rep := NewRepeat("il-0587", []*Report{a, b})
+	require.Equal(t, 1, rep.Met)
+	require.Equal(t, RepeatRate{Variant: "mitigated", Expect: "held", Runs: 2, Reached: 1, Rate: 0.5, Low: rep.Variants[1].Low, High: rep.Variants[1].High}, rep.Variants[1])
+	require.Contains(t, rep.Text(), "1/2 =  50%")
+	dir := t.TempDir()
+	require.NoError(t, WriteRepeat(rep, dir))
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	require.NoError(t, err)
+	require.Contains(t, string(page), "95% Wilson interval")
+	path := filepath.Join(dir, "junit.xml")
+	require.NoError(t, WriteJUnit(path, []*Report{a, b}))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var back junitSuites
+	require.NoError(t, xml.Unmarshal(raw, &back))
+	require.Len(t, back.Suites, 2)
+	require.Equal(t, 0, back.Suites[0].Failures, "the incident reproducing is no failure")
+	require.Equal(t, 1, back.Suites[1].Failures, "the mitigated variant's verdict")
+	require.Contains(t, string(raw), `classname="il-0587-zk-treecache-reconnect-storm.vulnerable"`)
 }

@@ -2,29 +2,41 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
+// runFlags are run's flags.
+type runFlags struct {
+	variant, out, placement   string
+	seed                      int64
+	imgs                      map[string]string
+	client, clientImage, name string
+	clientEnv                 map[string]string
+	withRefs, asJSON          bool
+	repeat                    int
+	junit                     string
+}
+
 func runCmd() *cobra.Command {
-	var (
-		variant   string
-		seed      int64
-		out       string
-		placement string
-		imgs      map[string]string
-	)
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run ID|FILE",
 		Short: "Replay a scenario on real servers and write its report",
@@ -32,50 +44,187 @@ func runCmd() *cobra.Command {
 variant, inject the incident's faults, measure, and write a report to
 OUT/<scenario>-<time>/ (report.json, report.md, index.html).
 
-Exit status: 0 when the run met the scenario's expectation (for both
-variants: REPRODUCED), 1 when it completed without meeting it, 2 when the
-lab itself failed, 130 when it was interrupted. Ctrl-C stops the run, cleans up every process and cgroup
-it started, and still writes a report marked aborted.`,
+--client 'CMD ARGS' runs your own client program in place of the
+scenario's (a variant named after it, expected to hold), judged from the
+outside: its process as the kernel counts it and its requests as the
+servers count them; --with-references runs the scenario's own vulnerable
+and mitigated variants beside it. --repeat N runs it N times (seeds from
+--seed on) and reports each variant's rate of reaching its expected
+verdict with a 95% interval; --junit FILE writes JUnit XML; --json prints
+the verdicts as JSON.
+
+Exit status: 0 when the run (every run, with --repeat) met the scenario's
+expectation (for both variants: REPRODUCED; for your client: HELD), 1 when
+it completed without meeting it, 2 when the lab itself failed or the input
+was wrong, 130 when it was interrupted. Ctrl-C stops the run, cleans up
+every process, cgroup and container it started, and still writes a report
+marked aborted.`,
 		Example: `  chaoslab run il-0587-zk-treecache-reconnect-storm
   chaoslab run IL-0587 --variant mitigated --seed 7
-  chaoslab run ./my-scenario.yaml --out /tmp/runs`,
+  chaoslab run IL-0587 --client './examples/zk-paced-python/paced.py' --with-references
+  chaoslab run IL-0587 --client './my-client' --repeat 5 --junit out/junit.xml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := scenarios.Find(args[0])
-			if err != nil {
-				return err
-			}
-			var variants []string
-			switch variant {
-			case "", "both", "all":
-			default:
-				variants = strings.Split(variant, ",")
-			}
-			ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the run, cleaning up and writing an aborted report")
-			defer stop()
-			rerun := fmt.Sprintf("chaoslab run %s --seed %d", s.ID, seed)
-			if variant != "" && variant != "both" {
-				rerun += " --variant " + variant
-			}
-			r, err := runner.Run(ctx, s, runner.Options{Variants: variants, Seed: seed, OutDir: out, Placement: placement, Images: imgs, Rerun: rerun})
-			if r != nil && r.Dir != "" {
+		RunE: func(cmd *cobra.Command, args []string) error { return runScenario(cmd, args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.variant, "variant", "both", "a variant (vulnerable, mitigated, ...), a comma-separated list, or both (every variant)")
+	fl.Int64Var(&f.seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
+	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
+	fl.StringVar(&f.placement, "placement", "auto", "where servers and clients run: local (processes here), docker (containers), auto (docker when an engine answers and the images are here, else local, unless the workload was calibrated on one)")
+	fl.StringVar(&f.placement, "backend", "auto", "the same as --placement")
+	_ = fl.MarkHidden("backend")
+	fl.StringToStringVar(&f.imgs, "image", nil, "image of a system on the docker placement, e.g. --image zookeeper=zookeeper:3.8 (also CHAOSLAB_ZOOKEEPER_IMAGE, CHAOSLAB_CLIENT_IMAGE, or topology.zookeeper.image)")
+	fl.StringVar(&f.client, "client", "", "your client program and its arguments, run in place of the scenario's own (a shell command line, run with exec)")
+	fl.StringVar(&f.clientImage, "client-image", "", "your client's image on the docker placement (with --client: the command run in it)")
+	fl.StringVar(&f.name, "client-name", "", "the variant name of your client (default: the program's base name)")
+	fl.StringToStringVar(&f.clientEnv, "client-env", nil, "more environment for your client, KEY=VALUE")
+	fl.BoolVar(&f.withRefs, "with-references", false, "with --client: also run the scenario's own variants, so the report shows your client between them")
+	fl.IntVar(&f.repeat, "repeat", 1, "run the scenario this many times (seeds --seed, --seed+1, ...) and report each variant's rate with a 95% interval")
+	fl.StringVar(&f.junit, "junit", "", "write JUnit XML of the run(s) to this file")
+	fl.BoolVar(&f.asJSON, "json", false, "print the verdicts as JSON instead of the summary")
+	return cmd
+}
+
+// runScenario is chaoslab run.
+func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
+	s, err := scenarios.Find(ref)
+	if err != nil {
+		return err
+	}
+	o := runner.Options{OutDir: f.out, Placement: f.placement, Images: f.imgs, WithReferences: f.withRefs}
+	switch f.variant {
+	case "", "both", "all":
+	default:
+		o.Variants = strings.Split(f.variant, ",")
+	}
+	if f.client != "" || f.clientImage != "" {
+		o.Client = clientProgram(f)
+	}
+	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the run, cleaning up and writing an aborted report")
+	defer stop()
+	if f.repeat > 1 {
+		o.OutDir = filepath.Join(f.out, fmt.Sprintf("%s-repeat-%s", s.ID, time.Now().UTC().Format("20060102T150405Z")))
+	}
+	var runs []*reports.Report
+	for i := range max(f.repeat, 1) {
+		o.Seed = f.seed + int64(i)
+		o.Rerun = rerunCommand(s.ID, o.Seed, f)
+		r, err := runner.Run(ctx, s, o)
+		if r != nil && r.Dir != "" {
+			runs = append(runs, r)
+			if !f.asJSON {
 				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
 			}
-			if err != nil {
-				return err
-			}
-			return outcome(r)
-		},
+		}
+		if err != nil || ctx.Err() != nil {
+			return errors.Join(err, finish(cmd, s.ID, runs, f, o.OutDir))
+		}
 	}
-	f := cmd.Flags()
-	f.StringVar(&variant, "variant", "both", "a variant (vulnerable, mitigated, ...), a comma-separated list, or both (every variant)")
-	f.Int64Var(&seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
-	f.StringVar(&out, "out", "out/runs", "parent folder of the run's report folder")
-	f.StringVar(&placement, "placement", "auto", "where servers and clients run: local (processes here), docker (containers), auto (docker when an engine answers and the images are here, else local, unless the workload was calibrated on one)")
-	f.StringVar(&placement, "backend", "auto", "the same as --placement")
-	_ = f.MarkHidden("backend")
-	f.StringToStringVar(&imgs, "image", nil, "image of a system on the docker placement, e.g. --image zookeeper=zookeeper:3.8 (also CHAOSLAB_ZOOKEEPER_IMAGE, CHAOSLAB_CLIENT_IMAGE, or topology.zookeeper.image)")
-	return cmd
+	if err := finish(cmd, s.ID, runs, f, o.OutDir); err != nil {
+		return err
+	}
+	return outcome(runs)
+}
+
+// finish writes what the runs add up to: the repeat summary, JUnit, JSON.
+func finish(cmd *cobra.Command, id string, runs []*reports.Report, f runFlags, dir string) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	if f.repeat > 1 {
+		rep := reports.NewRepeat(id, runs)
+		if err := reports.WriteRepeat(rep, dir); err != nil {
+			return err
+		}
+		if !f.asJSON {
+			fmt.Fprintf(cmd.OutOrStdout(), "%ssummary: %s\n", rep.Text(), filepath.Join(dir, "index.html"))
+		}
+	}
+	if f.junit != "" {
+		if err := reports.WriteJUnit(f.junit, runs); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		return printJSON(cmd, runs)
+	}
+	return nil
+}
+
+// clientProgram is --client and its companions as a program.
+func clientProgram(f runFlags) *lab.ClientProgram {
+	p := &lab.ClientProgram{Name: f.name, Image: f.clientImage, Env: f.clientEnv}
+	if f.client != "" {
+		p.Command = []string{"sh", "-c", "exec " + f.client}
+		if f.clientImage != "" {
+			p.Command = []string{"sh", "-c", f.client}
+		}
+		if p.Name == "" {
+			p.Name = clientName(f.client)
+		}
+	}
+	return p
+}
+
+// clientName is the base name of a command line's program (the script's,
+// for an interpreter running one).
+func clientName(cmdline string) string {
+	words := strings.Fields(cmdline)
+	name := words[0]
+	for _, w := range words[1:] {
+		if !strings.HasPrefix(w, "-") && strings.ContainsAny(w, "./") {
+			name = w
+			break
+		}
+	}
+	base := filepath.Base(name)
+	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+func rerunCommand(id string, seed int64, f runFlags) string {
+	c := fmt.Sprintf("chaoslab run %s --seed %d", id, seed)
+	if f.variant != "" && f.variant != "both" {
+		c += " --variant " + f.variant
+	}
+	if f.client != "" {
+		c += " --client " + strconv.Quote(f.client)
+	}
+	if f.clientImage != "" {
+		c += " --client-image " + f.clientImage
+	}
+	if f.withRefs {
+		c += " --with-references"
+	}
+	return c
+}
+
+// printJSON prints each run's verdicts, one JSON document.
+func printJSON(cmd *cobra.Command, runs []*reports.Report) error {
+	type variant struct {
+		Name    string `json:"name"`
+		Expect  string `json:"expect"`
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+	}
+	type run struct {
+		Scenario       string    `json:"scenario"`
+		Seed           int64     `json:"seed"`
+		Verdict        string    `json:"verdict"`
+		ExpectationMet bool      `json:"expectation_met"`
+		Report         string    `json:"report"`
+		Variants       []variant `json:"variants"`
+	}
+	var out []run
+	for _, r := range runs {
+		x := run{Scenario: r.Scenario.ID, Seed: r.Seed, Verdict: string(r.Verdict), ExpectationMet: r.ExpectationMet, Report: filepath.Join(r.Dir, "index.html")}
+		for _, v := range r.Variants {
+			x.Variants = append(x.Variants, variant{v.Name, string(v.Expect), string(v.Verdict), v.Reason})
+		}
+		out = append(out, x)
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 func reportCmd() *cobra.Command {
@@ -142,14 +291,18 @@ func interruptible(parent context.Context, msg string) (context.Context, func())
 	return ctx, func() { signal.Stop(sigs); cancel(nil) }
 }
 
-// outcome is a finished run's exit: errAborted when it was interrupted,
-// errExpectation when it did not meet its expectation, nil otherwise.
-func outcome(r *reports.Report) error {
-	if r.Verdict == verdict.Aborted {
-		return errAborted
+// outcome is finished runs' exit: errAborted when one was interrupted,
+// errExpectation when one did not meet its expectation, nil otherwise.
+func outcome(runs []*reports.Report) error {
+	for _, r := range runs {
+		if r.Verdict == verdict.Aborted {
+			return errAborted
+		}
 	}
-	if !r.ExpectationMet {
-		return errExpectation
+	for _, r := range runs {
+		if !r.ExpectationMet {
+			return errExpectation
+		}
 	}
 	return nil
 }

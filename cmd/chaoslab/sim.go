@@ -77,7 +77,7 @@ Without ID, lists the models. Exit status as for 'chaoslab run'.`,
 			}
 			r.Dir = dir
 			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
-			return outcome(r)
+			return outcome([]*reports.Report{r})
 		},
 	}
 	f := cmd.Flags()

@@ -32,8 +32,11 @@ func SkipUnlessZooKeeper(t *testing.T) {
 	}
 }
 
-// Logger writes to the test's log.
+// Logger writes to the test's log (the default logger without a test).
 func Logger(t *testing.T) *slog.Logger {
+	if t == nil {
+		return slog.Default()
+	}
 	return slog.New(slog.NewTextHandler(Writer{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 

@@ -41,6 +41,11 @@ type Options struct {
 	// executable); AgentArgs come before "agent ..." (a test binary's flags).
 	AgentBinary string
 	AgentArgs   []string
+	// Client, when set, is a user's client program run in place of the
+	// workload's own, as a variant named after it (expected to hold);
+	// WithReferences runs the scenario's own variants beside it.
+	Client         *lab.ClientProgram
+	WithReferences bool
 	// Rerun is the command that replays the run (the placement chosen is
 	// added to it), for the report.
 	Rerun string
@@ -71,6 +76,10 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("out", "runs")
 	}
+	s, src, err := withClient(s, &o)
+	if err != nil {
+		return nil, err
+	}
 	if len(o.Variants) == 0 {
 		o.Variants = s.VariantNames()
 	}
@@ -88,6 +97,9 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
 	r := newReport(s, p, o, runID, start)
+	if src != nil {
+		r.ScenarioYAML = string(src)
+	}
 	log := o.Logger.With("run", runID)
 	log.Info("run starting", "scenario", s.ID, "variants", o.Variants, "seed", o.Seed, "dir", dir,
 		"placement", p.plc.Name(), "per_variant", s.RunLength().String())
@@ -148,6 +160,35 @@ func (p *plan) variants(ctx context.Context, r *reports.Report, o Options, dir s
 		log.Info("variant done", "variant", name, "verdict_inputs", shortMetrics(vr.Metrics, p.s))
 	}
 	return runErr
+}
+
+// withClient adds the user's client to the scenario as a variant, and
+// chooses the variants: the client's, with the scenario's own as
+// references when asked. src is the scenario's text with the variant.
+func withClient(s *scenarios.Scenario, o *Options) (*scenarios.Scenario, []byte, error) {
+	if o.Client == nil {
+		return s, nil, nil
+	}
+	st, err := s.WorkloadFor(s.VariantNames()[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := st.(lab.ClientHost); !ok {
+		return nil, nil, fmt.Errorf("run scenario: the %s workload has no client of its own for yours to replace", s.Kind())
+	}
+	text, err := readSource(s.Source)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run scenario: read %s: %w", s.Source, err)
+	}
+	s2, name, src, err := scenarios.WithClient(s, text, *o.Client)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.Variants = []string{name}
+	if o.WithReferences {
+		o.Variants = append(s.VariantNames(), name)
+	}
+	return s2, src, nil
 }
 
 // variantRunID names a variant's cgroups, containers and networks:

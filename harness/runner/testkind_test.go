@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
+	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -198,7 +199,7 @@ func TestIntegration_ThirdKind(t *testing.T) {
 	labtest.SkipUnlessZooKeeper(t)
 	s, err := scenarios.Parse("probe.yaml", []byte(probeScenario))
 	require.NoError(t, err)
-	r, err := Run(context.Background(), s, Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Logger: labtest.Logger(t)})
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Logger: labtest.Logger(t)})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, verdict.Held, r.Verdict, r.Reason)

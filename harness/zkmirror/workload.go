@@ -173,7 +173,8 @@ func (w *workload) Steady() lab.Steady {
 			continue
 		}
 		s := ss[len(ss)-1].s
-		if s.HotKnown > 0 && Staleness(wlog, s.NextSeq, time.UnixMilli(s.UnixMS)) <= w.s.FreshWithin.D() {
+		loadedAll := w.s.Program == nil || s.Nodes == 0 || s.Nodes >= w.tree.Nodes()
+		if loadedAll && s.HotKnown > 0 && Staleness(wlog, s.NextSeq, time.UnixMilli(s.UnixMS)) <= w.s.FreshWithin.D() {
 			st.Ready++
 		}
 	}
@@ -286,9 +287,10 @@ func (q quietLogger) Printf(format string, args ...any) {
 }
 
 // sampleOf is a mirror's sample from a line: chaoslab's own agent's
-// figures, or the documented ones a user's client may print ("pending",
-// "max_seq": the highest seq= it has seen in a hot znode's data, or
-// "next_seq"; "reconnects").
+// figures, or the documented ones a user's client may print ("pending";
+// "nodes": the znodes below the root it holds, so that the warm-up waits
+// until it has them all; "max_seq": the highest seq= it has seen in a
+// znode's data, or "next_seq"; "reconnects").
 func sampleOf(l lineproto.Line, at time.Time) Sample {
 	f := l.Figures
 	s := Sample{UnixMS: l.Time(at).UnixMilli(), ID: l.ID, State: l.Labels["state"],

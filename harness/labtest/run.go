@@ -1,0 +1,127 @@
+package labtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+	_ "github.com/chaoslab/chaoslab/harness/plugins"
+	"github.com/chaoslab/chaoslab/harness/runner"
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
+)
+
+// Option changes a replay.
+type Option func(*runner.Options)
+
+// Client runs a client program (a command and its arguments) in place of
+// the scenario's own, as a variant expected to hold.
+func Client(command ...string) Option {
+	return func(o *runner.Options) {
+		if o.Client == nil {
+			o.Client = &lab.ClientProgram{}
+		}
+		o.Client.Command = command
+	}
+}
+
+// ClientEnv adds environment for the client.
+func ClientEnv(k, v string) Option {
+	return func(o *runner.Options) {
+		if o.Client == nil {
+			o.Client = &lab.ClientProgram{}
+		}
+		if o.Client.Env == nil {
+			o.Client.Env = map[string]string{}
+		}
+		o.Client.Env[k] = v
+	}
+}
+
+// Seed sets the replay's seed; Placement where it runs (default local);
+// OutDir where its report goes (default the test's temporary folder).
+func Seed(n int64) Option             { return func(o *runner.Options) { o.Seed = n } }
+func Placement(name string) Option    { return func(o *runner.Options) { o.Placement = name } }
+func OutDir(dir string) Option        { return func(o *runner.Options) { o.OutDir = dir } }
+func WithReferences() Option          { return func(o *runner.Options) { o.WithReferences = true } }
+func Variants(names ...string) Option { return func(o *runner.Options) { o.Variants = names } }
+
+// T is what Run needs of a test (a *testing.T).
+type T interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Skipf(format string, args ...any)
+	TempDir() string
+}
+
+// Run replays a scenario under the test: with Client, your client under
+// the incident's timeline. It fails the test when the run does not meet
+// the scenario's expectation (your client: it must hold), naming the
+// violated hypotheses and the report; -short skips it.
+func Run(t T, scenario string, opts ...Option) *reports.Report {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("labtest: replaying %s takes minutes (skipped with -short)", scenario)
+		return nil
+	}
+	o := runner.Options{Placement: "local", OutDir: t.TempDir(), Logger: Logger(tAsTesting(t))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r, err := Replay(context.Background(), scenario, o)
+	if err != nil {
+		t.Errorf("labtest: replay %s: %v", scenario, err)
+		return r
+	}
+	if !r.ExpectationMet {
+		t.Errorf("labtest: %s did not meet its expectation: %s\n%sreport: %s", scenario, r.Verdict, failures(r), filepath.Join(r.Dir, "index.html"))
+	}
+	return r
+}
+
+// Replay runs a scenario (an id, a case id or a file) with the options.
+func Replay(ctx context.Context, scenario string, o runner.Options) (*reports.Report, error) {
+	scenarios.CaseChecker = func(id string) error { _, err := seeds.Get(id); return err }
+	s, err := scenarios.Find(scenario)
+	if err != nil {
+		return nil, err
+	}
+	if o.AgentBinary == "" && isTestBinary() {
+		if o.AgentBinary, err = ChaoslabBinary(); err != nil {
+			return nil, err
+		}
+	}
+	return runner.Run(ctx, s, o)
+}
+
+// failures lists what broke, a line each.
+func failures(r *reports.Report) string {
+	var b strings.Builder
+	for _, v := range r.Variants {
+		if v.Verdict == v.Expect {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s: %s (expected %s)\n", v.Name, v.Verdict, v.Expect)
+		for _, h := range v.Hypotheses {
+			if !h.Held && !(h.Missing && h.Optional) {
+				fmt.Fprintf(&b, "    %s\n", h.String())
+			}
+		}
+	}
+	return b.String()
+}
+
+func isTestBinary() bool { return strings.HasSuffix(os.Args[0], ".test") }
+
+func tAsTesting(t T) *testing.T {
+	if tt, ok := t.(*testing.T); ok {
+		return tt
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package scenarios
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// WithClient is the scenario with one more variant: the workload run by
+// a user's client program in place of the kind's own (the scenario's
+// workload without any variant's overrides), expected to hold. It is
+// built on the scenario's source text, so that the report's copy of the
+// scenario has the variant too and re-checks the same way. name is the
+// variant's (default: the program's base name).
+func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string, []byte, error) {
+	name := ClientVariantName(s, p)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src, &doc); err != nil || len(doc.Content) == 0 {
+		return nil, "", nil, fmt.Errorf("add client to %s: parse the scenario: %v", s.ID, err)
+	}
+	root := doc.Content[0]
+	what := strings.Join(p.Command, " ")
+	if p.Image != "" {
+		what = strings.TrimSpace("image " + p.Image + " " + what)
+	}
+	variant := map[string]any{
+		"description": "Your client, " + what + ", in place of the scenario's own under the incident's timeline (expected to hold).",
+		"workload":    map[string]any{"program": p},
+	}
+	if err := setIn(root, []string{"variants", name}, variant); err != nil {
+		return nil, "", nil, err
+	}
+	if err := setIn(root, []string{"expect", name}, "held"); err != nil {
+		return nil, "", nil, err
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, "", nil, fmt.Errorf("add client to %s: %w", s.ID, err)
+	}
+	out, err := Parse(s.Source, buf.Bytes())
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("add client to %s: %w", s.ID, err)
+	}
+	return out, name, buf.Bytes(), nil
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// ClientVariantName is the variant a client program runs as: its Name,
+// else its command's (or image's) base name, made unique in the scenario.
+func ClientVariantName(s *Scenario, p lab.ClientProgram) string {
+	name := p.Name
+	if name == "" && len(p.Command) > 0 {
+		name = strings.TrimSuffix(filepath.Base(p.Command[len(p.Command)-1]), filepath.Ext(p.Command[len(p.Command)-1]))
+		if len(p.Command) == 1 || strings.HasPrefix(p.Command[len(p.Command)-1], "-") {
+			name = strings.TrimSuffix(filepath.Base(p.Command[0]), filepath.Ext(p.Command[0]))
+		}
+	}
+	if name == "" && p.Image != "" {
+		name = filepath.Base(strings.Split(p.Image, ":")[0])
+	}
+	name = strings.Trim(nonName.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if name == "" {
+		name = "client"
+	}
+	for _, taken := s.Variants[name]; taken; _, taken = s.Variants[name] {
+		name += "-client"
+	}
+	return name
+}
+
+// setIn sets a mapping's value at a path of keys, creating mappings.
+func setIn(n *yaml.Node, path []string, v any) error {
+	for i, key := range path {
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("add client: %s is not a mapping", strings.Join(path[:i], "."))
+		}
+		j := keyIndex(n, key)
+		if i == len(path)-1 {
+			var val yaml.Node
+			if err := val.Encode(v); err != nil {
+				return err
+			}
+			if j >= 0 {
+				n.Content[j+1] = &val
+			} else {
+				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &val)
+			}
+			return nil
+		}
+		if j < 0 {
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &yaml.Node{Kind: yaml.MappingNode})
+			j = len(n.Content) - 2
+		}
+		n = n.Content[j+1]
+	}
+	return nil
+}
