@@ -12,6 +12,10 @@ command -v java >/dev/null || need+=(default-jre-headless)
 command -v nc >/dev/null || need+=(netcat-openbsd)
 # SimPy (2, Debian's) for the simulator's side-by-side benchmark and check.
 [ -d /usr/lib/python3/dist-packages/SimPy ] || need+=(python3-simpy)
+# The example clients (examples/): kazoo's TreeCache; junitparser reads
+# back the JUnit files `chaoslab run --junit` writes.
+[ -d /usr/lib/python3/dist-packages/kazoo ] || need+=(python3-kazoo)
+[ -d /usr/lib/python3/dist-packages/junitparser ] || need+=(python3-junitparser)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2

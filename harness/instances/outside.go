@@ -53,12 +53,15 @@ type outside struct {
 	last  map[string]float64 // per connection (member/remote): packets received
 	reqs  []float64          // per instance: requests the servers received, cumulative
 	conns []float64          // per instance: connections seen
+	rss   []float64          // per instance: the last RSS sample (MiB)
+	held  []float64          // per instance: the last outstanding sample
 	res   lab.Result
 }
 
 func (o *outside) run(ctx context.Context) {
 	o.last = map[string]float64{}
-	o.reqs, o.conns = make([]float64, len(o.g.insts)), make([]float64, len(o.g.insts))
+	n := len(o.g.insts)
+	o.reqs, o.conns, o.rss, o.held = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -84,7 +87,8 @@ func (o *outside) sampleProcs() {
 		st := p.Stats()
 		id := o.g.insts[i].id
 		o.mu.Lock()
-		o.res.Add(SeriesRSS, id, "MiB", now, float64(st.RSSBytes)/(1<<20))
+		o.rss[i] = float64(st.RSSBytes) / (1 << 20)
+		o.res.Add(SeriesRSS, id, "MiB", now, o.rss[i])
 		o.res.Add(SeriesThreads, id, "threads", now, float64(st.Threads))
 		o.res.Add(SeriesCPU, id, "s", now, st.CPUSeconds)
 		o.mu.Unlock()
@@ -124,6 +128,7 @@ func (o *outside) sampleConns(ctx context.Context, cs lab.ConnSampler) {
 		o.last[key] = c.Received
 		out[i] += c.Outstanding
 	}
+	copy(o.held, out)
 	for i, in := range o.g.insts {
 		if o.g.Proc(i) == nil && out[i] == 0 {
 			continue
@@ -142,6 +147,34 @@ func (g *Group) Record(r *lab.Result) {
 	g.out.mu.Lock()
 	defer g.out.mu.Unlock()
 	r.Series = append(r.Series, g.out.res.Series...)
+}
+
+// Latest is what the last samples saw: the largest RSS of a running
+// instance (MiB) and the requests of all instances the servers held.
+func (g *Group) Latest() (rssMB, outstanding float64) {
+	if g.out == nil {
+		return 0, 0
+	}
+	g.out.mu.Lock()
+	defer g.out.mu.Unlock()
+	for i := range g.out.rss {
+		if g.Proc(i) != nil {
+			rssMB = max(rssMB, g.out.rss[i])
+		}
+		outstanding += g.out.held[i]
+	}
+	return rssMB, outstanding
+}
+
+// Connections are the connections each instance has opened to the
+// servers so far, as they saw them (nil as for Requests).
+func (g *Group) Connections() []float64 {
+	if g.out == nil {
+		return nil
+	}
+	g.out.mu.Lock()
+	defer g.out.mu.Unlock()
+	return append([]float64(nil), g.out.conns...)
 }
 
 // Requests are the requests the servers have received from each instance

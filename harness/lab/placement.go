@@ -29,6 +29,19 @@ type Placement interface {
 	Why() string
 }
 
+// HostCommands is implemented by a placement that runs a command of this
+// host as it is (local processes); a container placement needs the
+// command's image as well (ClientProgram.Image).
+type HostCommands interface {
+	RunsHostCommands() bool
+}
+
+// RunsHostCommands says whether p runs a host's command as it is.
+func RunsHostCommands(p Placement) bool {
+	h, ok := p.(HostCommands)
+	return ok && h.RunsHostCommands()
+}
+
 // ImageNeed is an image a run needs on a container placement: Name is
 // what --image NAME=REF and CHAOSLAB_<NAME>_IMAGE override, Ref the image
 // the scenario names ("" for none), Defaults the images tried in order

@@ -57,11 +57,19 @@ func (p *plan) choosePlacement(ctx context.Context, o *Options) error {
 		p.plc, err = f(po)
 		return err
 	}
+	hostClient := o.Client != nil && o.Client.Image == ""
 	if name != "auto" {
 		if err := build(name); err != nil {
 			return err
 		}
+		if hostClient && !lab.RunsHostCommands(p.plc) {
+			return fmt.Errorf("run scenario: your client is a command of this host, which the %s placement cannot run: give its image too (--client-image), or use --placement local", name)
+		}
 		return p.plc.Available(ctx)
+	}
+	if hostClient {
+		p.why = "auto: your client is a command of this host, so servers and clients run as local processes (--client-image runs it in containers)"
+		return build("local")
 	}
 	if pp, ok := p.kind.(lab.PlacementPreference); ok {
 		pref, why := pp.PreferPlacement()

@@ -1,12 +1,16 @@
 package runner
 
 import (
+	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 // A variant's run id fits the engine's limits, whatever the names.
@@ -18,4 +22,17 @@ func TestVariantRunID(t *testing.T) {
 	require.LessOrEqual(t, len(id), 63)
 	short := variantRunID("il-0587-zk", "mitigated", at)
 	require.Equal(t, "il-0587-zk-mitigated-1796175811", short)
+}
+
+// A client command of this host cannot run on a container placement: the
+// run is refused before anything starts, and says what to give instead.
+func TestHostClientOnDockerRefused(t *testing.T) {
+	scenarios.CaseChecker = nil
+	s, err := scenarios.Find("il-0587-zk-treecache-reconnect-storm")
+	require.NoError(t, err)
+	out := t.TempDir()
+	_, err = Run(context.Background(), s, Options{Placement: "docker", OutDir: out, Client: &lab.ClientProgram{Command: []string{"./my-client"}}})
+	require.ErrorContains(t, err, "--client-image")
+	entries, _ := os.ReadDir(out)
+	require.Empty(t, entries, "nothing started, nothing written")
 }

@@ -60,9 +60,16 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 	}
 	r.SetMetric("clients.oom_kills", float64(ooms))
 	r.SetMetric("clients.deaths", float64(deaths))
-	r.SetMetric("clients.requests.total", requests)
-	r.SetMetric("clients.reconnects.total", reconnects)
-	r.SetMetric("clients.refreshes.total", refreshes)
+	if w.s.Program != nil {
+		// A program of yours: what the servers saw of it, not what it says.
+		requests, reconnects = w.outsideTotals(deaths)
+	} else {
+		r.SetMetric("clients.refreshes.total", refreshes)
+	}
+	if !math.IsNaN(requests) {
+		r.SetMetric("clients.requests.total", requests)
+		r.SetMetric("clients.reconnects.total", reconnects)
+	}
 	w.group.Record(r)
 	r.SetMetric("clients.requests_per_znode_per_reconnect", requestsPerZnode(r, tl, w.tree.Nodes()))
 	if end := tl.FaultEnd(); !math.IsNaN(end) && w.anyReports() {
@@ -73,6 +80,22 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 		r.SetMetric("clients.fresh_after_fault_s", fresh)
 	}
 	w.setLimit(r, w.limit)
+}
+
+// outsideTotals are the requests the servers received from the clients
+// and the connections they opened beyond each incarnation's first (NaN
+// when the servers list no connections).
+func (w *workload) outsideTotals(deaths int) (requests, reconnects float64) {
+	reqs, conns := w.group.Requests(), w.group.Connections()
+	if reqs == nil {
+		return math.NaN(), math.NaN()
+	}
+	opened := 0.0
+	for i := range reqs {
+		requests += reqs[i]
+		opened += conns[i]
+	}
+	return requests, max(0, opened-float64(len(reqs)+deaths))
 }
 
 // clientSeries adds one client's series (counters summed over its

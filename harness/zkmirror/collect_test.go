@@ -25,13 +25,15 @@ var collectTimeline = lab.Timeline{WarmEnd: 10, Faults: []lab.FaultWindow{{Fault
 // fakeGroup stands in for the clients' supervisor.
 type fakeGroup struct{ sums []lab.Instance }
 
-func (g *fakeGroup) Len() int            { return len(g.sums) }
-func (g *fakeGroup) ID(i int) string     { return g.sums[i].ID }
-func (g *fakeGroup) Alive(int) bool      { return true }
-func (g *fakeGroup) Proc(int) lab.Proc   { return nil }
-func (g *fakeGroup) Stop()               {}
-func (g *fakeGroup) Requests() []float64 { return nil }
-func (g *fakeGroup) Record(*lab.Result)  {}
+func (g *fakeGroup) Len() int                   { return len(g.sums) }
+func (g *fakeGroup) ID(i int) string            { return g.sums[i].ID }
+func (g *fakeGroup) Alive(int) bool             { return true }
+func (g *fakeGroup) Proc(int) lab.Proc          { return nil }
+func (g *fakeGroup) Stop()                      {}
+func (g *fakeGroup) Requests() []float64        { return nil }
+func (g *fakeGroup) Latest() (float64, float64) { return 0, 0 }
+func (g *fakeGroup) Connections() []float64     { return nil }
+func (g *fakeGroup) Record(*lab.Result)         {}
 func (g *fakeGroup) Summary(i int, edit func(*lab.Instance)) lab.Instance {
 	if edit != nil {
 		edit(&g.sums[i])

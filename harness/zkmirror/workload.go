@@ -156,17 +156,27 @@ func (w *workload) ended(i, inc int) {
 // Steady counts the clients whose latest sample shows a loaded, fresh
 // mirror; a client that does not report its mirror is counted once the
 // servers have received at least one request per znode from it.
-func (w *workload) Steady() lab.Steady {
+func (w *workload) Steady() (st lab.Steady) {
 	wlog := w.wlog()
-	st := lab.Steady{Total: w.s.Clients, What: "mirrors fresh"}
+	st = lab.Steady{Total: w.s.Clients, What: "mirrors fresh"}
 	loaded := w.group.Requests()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	silent := 0
+	defer func() {
+		switch {
+		case silent == st.Total:
+			st.What = "silent clients loaded (by the servers' count of their requests)"
+		case silent > 0:
+			st.What = fmt.Sprintf("mirrors fresh (%d silent clients: by the servers' count of their requests)", silent)
+		}
+	}()
 	for i, ss := range w.samples {
 		if !w.group.Alive(i) {
 			continue
 		}
 		if !w.reports(ss) {
+			silent++
 			if i < len(loaded) && loaded[i] >= float64(w.tree.Nodes()) {
 				st.Ready++
 			}
@@ -203,8 +213,10 @@ func (w *workload) Progress() []slog.Attr {
 		}
 	}
 	w.mu.Unlock()
+	osRSS, held := w.group.Latest()
 	return []slog.Attr{slog.String("clients_alive", fmt.Sprintf("%d/%d", alive, w.s.Clients)), slog.Int("oom_kills", ooms),
-		slog.Int64("client_pending", pending), slog.String("max_rss_mb", fmt.Sprintf("%.0f", rss))}
+		slog.Int64("client_pending", pending), slog.Int("server_outstanding", int(held)),
+		slog.String("max_rss_mb", fmt.Sprintf("%.0f", max(rss, osRSS)))}
 }
 
 // Stop ends the clients and the writer.
@@ -243,6 +255,8 @@ type supervisor interface {
 	Proc(i int) lab.Proc
 	Summary(i int, edit func(*lab.Instance)) lab.Instance
 	Requests() []float64
+	Latest() (rssMB, outstanding float64)
+	Connections() []float64
 	Record(r *lab.Result)
 	Stop()
 }

@@ -47,6 +47,9 @@ func New(o lab.PlacementOptions) (lab.Placement, error) {
 
 func (p *Placement) Name() string { return Name }
 
+// RunsHostCommands: a user's client command runs here as it is.
+func (p *Placement) RunsHostCommands() bool { return true }
+
 // Available: processes can always be started; limits that cannot be
 // enforced are said per variant (Site.Note).
 func (p *Placement) Available(context.Context) error { return nil }

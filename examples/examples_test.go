@@ -1,0 +1,139 @@
+// Package examples_test replays IL-0587 with the example clients in place
+// of the scenario's own, the way a user's CI would: one gentle client
+// that must hold, one TreeCache that must be caught.
+package examples_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/labtest"
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+const scenario = "il-0587-zk-treecache-reconnect-storm"
+
+// python finds a python3 with kazoo (Debian's python3-kazoo).
+func python(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if err := exec.Command(p, "-c", "import kazoo").Run(); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no python3 with kazoo: scripts/setup.sh installs python3-kazoo")
+	}
+	t.Skip("no python3 with kazoo (apt-get install python3-kazoo)")
+	return ""
+}
+
+// pacedBinary builds the Go example, a module of its own.
+func pacedBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "zk-paced")
+	cmd := exec.Command("go", "build", "-C", "zk-paced-go", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "build examples/zk-paced-go: %s", out)
+	return bin
+}
+
+// recorder is a labtest.T that keeps the failures instead of failing.
+type recorder struct {
+	*testing.T
+	errs []string
+}
+
+func (r *recorder) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+
+// TestIntegration_TreeCacheIsCaught: kazoo's TreeCache, printing nothing
+// (judged from the outside alone: its process and what the servers see of
+// it), fails a CI that runs it under the incident's timeline, and the
+// failure names the refresh storm.
+func TestIntegration_TreeCacheIsCaught(t *testing.T) {
+	labtest.SkipUnlessZooKeeper(t)
+	py := python(t)
+	rec := &recorder{T: t}
+	r := labtest.Run(rec, scenario, labtest.Client(py, "zk-treecache-python/treecache.py"),
+		labtest.ClientEnv("CHAOSLAB_EXAMPLE_QUIET", "1"), labtest.Seed(1))
+	require.NotNil(t, r)
+	t.Log(reports.Summary(r))
+	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
+	require.Contains(t, rec.errs[0], "did not meet its expectation")
+	require.Equal(t, verdict.Violated, r.Verdict)
+	v := r.Variants[0]
+	require.Equal(t, verdict.Held, v.Expect)
+	// The deciding figures, from the outside: at least 2x past their
+	// thresholds (0.3 and 150).
+	require.GreaterOrEqual(t, float64(v.Metrics["clients.requests_per_znode_per_reconnect"]), 0.6)
+	require.GreaterOrEqual(t, float64(v.Metrics["servers.outstanding_requests.max_from_fault"]), 300.0)
+	for _, h := range v.Hypotheses {
+		if h.ID == "mirrors-fresh-after-fault" {
+			require.True(t, h.Missing && h.Optional, "a quiet client reports no freshness: %s", h.String())
+		}
+	}
+	require.Contains(t, rec.errs[0], "no-refresh-storm")
+}
+
+// TestIntegration_PacedHoldsInCI: the Go example through the CLI as a CI
+// job would call it, twice, with JUnit XML that a JUnit reader accepts.
+func TestIntegration_PacedHoldsInCI(t *testing.T) {
+	labtest.SkipUnlessZooKeeper(t)
+	py := python(t)
+	client := pacedBinary(t)
+	bin, err := labtest.ChaoslabBinary()
+	require.NoError(t, err)
+	out, junit := t.TempDir(), filepath.Join(t.TempDir(), "junit.xml")
+	cmd := exec.Command(bin, "run", scenario, "--client", client, "--client-name", "zk-paced",
+		"--repeat", "2", "--seed", "1", "--junit", junit, "--json", "--out", out)
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &testWriter{t}
+	require.NoError(t, cmd.Run(), "chaoslab run exits 0 when the client holds every run")
+
+	var runs []struct {
+		Seed           int64  `json:"seed"`
+		Verdict        string `json:"verdict"`
+		ExpectationMet bool   `json:"expectation_met"`
+		Report         string `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &runs), stdout.String())
+	require.Len(t, runs, 2)
+	for i, run := range runs {
+		require.Equal(t, int64(1+i), run.Seed)
+		require.Equal(t, "held", run.Verdict)
+		require.True(t, run.ExpectationMet)
+		r, err := reports.Load(filepath.Join(filepath.Dir(run.Report), "report.json"))
+		require.NoError(t, err)
+		v := r.Variants[0]
+		require.LessOrEqual(t, float64(v.Metrics["clients.requests_per_znode_per_reconnect"]), 0.15)
+		require.LessOrEqual(t, float64(v.Metrics["clients.server_outstanding.max_from_fault"]), 75.0)
+		require.Zero(t, float64(v.Metrics["clients.oom_kills"]))
+	}
+	// A JUnit reader takes the file: every case passed.
+	check := `import sys; from junitparser import JUnitXml
+x = JUnitXml.fromfile(sys.argv[1])
+cases = [c for s in x for c in s]
+bad = [c.name for c in cases if c.result]
+print(len(cases), "cases", len(bad), "failed")
+sys.exit(1 if bad or not cases else 0)`
+	got, err := exec.Command(py, "-c", check, junit).CombinedOutput()
+	require.NoError(t, err, "junitparser: %s", got)
+	t.Logf("junitparser: %s", strings.TrimSpace(string(got)))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
