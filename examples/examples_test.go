@@ -54,7 +54,9 @@ type recorder struct {
 	errs []string
 }
 
-func (r *recorder) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
 
 // TestIntegration_TreeCacheIsCaught: kazoo's TreeCache, printing nothing
 // (judged from the outside alone: its process and what the servers see of
@@ -136,4 +138,27 @@ type testWriter struct{ t *testing.T }
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestIntegration_ExecReaderHolds: the exec workload kind, any program
+// against any system, with a kazoo reader whose counters are scraped from
+// the Prometheus endpoint it prints (examples/exec-leader-stall.yaml).
+func TestIntegration_ExecReaderHolds(t *testing.T) {
+	labtest.SkipUnlessZooKeeper(t)
+	python(t)
+	t.Chdir("..") // the scenario names its command from the repository's root
+	r := labtest.Run(t, "examples/exec-leader-stall.yaml", labtest.Seed(1))
+	require.NotNil(t, r)
+	t.Log(reports.Summary(r))
+	v := r.Variants[0]
+	require.Equal(t, verdict.Held, v.Verdict)
+	require.Zero(t, float64(v.Metrics["clients.deaths"]))
+	require.LessOrEqual(t, float64(v.Metrics["clients.requests_per_s.max_from_fault"]), 50.0, "2x from the threshold")
+	require.GreaterOrEqual(t, float64(v.Metrics["max(client.reads_total)@after-faults"]), 200.0, "2x from the threshold (scraped)")
+	require.NotEmpty(t, v.Series, "the figures it printed and served are in the report")
+	var printed bool
+	for _, s := range v.Series {
+		printed = printed || s.Name == "client.connected"
+	}
+	require.True(t, printed, "client.connected, from its JSON lines")
 }

@@ -402,7 +402,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "kind: zk-tree-mirror", "kind: zk-tree-hugger"),
 		at:    "kind: zk-tree-hugger",
 		field: "workload.kind",
-		msg:   `unknown workload kind "zk-tree-hugger" (known: kinesis-frontend, zk-tree-mirror)`,
+		msg:   `unknown workload kind "zk-tree-hugger" (known: exec, kinesis-frontend, zk-tree-mirror)`,
 	}, {
 		name:  "an unknown system",
 		text:  edit(t, small, "system: zookeeper", "system: chubby"),

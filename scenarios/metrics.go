@@ -43,7 +43,7 @@ func checkMetric(name string, known map[string]lab.MetricDef, series []lab.Serie
 		return err
 	}
 	for _, s := range series {
-		if s.Name == r.Series {
+		if s.Name == r.Series || s.Matches(r.Series) {
 			return nil
 		}
 	}

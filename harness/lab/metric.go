@@ -17,6 +17,15 @@ type SeriesDef struct {
 	Marks []string `json:"marks,omitempty"`
 }
 
+// Matches says whether a series name is this one, or one of the family a
+// name ending in ".*" declares ("client.*": every figure a client prints).
+func (d SeriesDef) Matches(name string) bool {
+	if prefix, ok := strings.CutSuffix(d.Name, "*"); ok {
+		return strings.HasPrefix(name, prefix) && len(name) > len(prefix)
+	}
+	return d.Name == name
+}
+
 // MetricDef declares a metric. A metric with a Reducer is data: the runner
 // computes it from its series; one without is computed by the plug-in's
 // Collect.

@@ -57,19 +57,11 @@ func (p *plan) choosePlacement(ctx context.Context, o *Options) error {
 		p.plc, err = f(po)
 		return err
 	}
-	hostClient := o.Client != nil && o.Client.Image == ""
 	if name != "auto" {
 		if err := build(name); err != nil {
 			return err
 		}
-		if hostClient && !lab.RunsHostCommands(p.plc) {
-			return fmt.Errorf("run scenario: your client is a command of this host, which the %s placement cannot run: give its image too (--client-image), or use --placement local", name)
-		}
 		return p.plc.Available(ctx)
-	}
-	if hostClient {
-		p.why = "auto: your client is a command of this host, so servers and clients run as local processes (--client-image runs it in containers)"
-		return build("local")
 	}
 	if pp, ok := p.kind.(lab.PlacementPreference); ok {
 		pref, why := pp.PreferPlacement()
@@ -78,6 +70,10 @@ func (p *plan) choosePlacement(ctx context.Context, o *Options) error {
 	}
 	if err := build("docker"); err != nil {
 		return err
+	}
+	if err := p.workloadFits(); err != nil {
+		p.why = "auto: " + err.Error() + "; using local processes"
+		return build("local")
 	}
 	if err := p.plc.Available(ctx); err != nil {
 		p.why = "auto: no Docker engine answers (" + err.Error() + "), using local processes"
@@ -132,6 +128,12 @@ func (p *plan) preflight() error {
 			return fmt.Errorf("check faults: timeline.faults[%d] %s on the %s placement: %w", i, step.Fault, p.plc.Name(), err)
 		}
 	}
+	return p.workloadFits()
+}
+
+// workloadFits asks the kind whether every variant's workload can run on
+// the placement.
+func (p *plan) workloadFits() error {
 	if pf, ok := p.kind.(lab.Preflighter); ok {
 		for v, st := range p.works {
 			if err := pf.Preflight(p.plc, st); err != nil {

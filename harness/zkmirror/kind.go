@@ -97,6 +97,16 @@ func (s *Settings) Check() []lab.Problem {
 	return c
 }
 
+// Preflight: a user's client that is a command of this host runs only
+// where host commands do.
+func (kind) Preflight(p lab.Placement, st lab.Settings) error {
+	s := st.(*Settings)
+	if s.Program != nil && s.Program.Image == "" && !lab.RunsHostCommands(p) {
+		return fmt.Errorf("your client is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
+	}
+	return nil
+}
+
 // Images: chaoslab's own client image, or the user's.
 func (s *Settings) Images() []lab.ImageNeed {
 	if s.Program != nil && s.Program.Image != "" {
@@ -143,7 +153,7 @@ func (kind) Name() string              { return KindName }
 func (kind) Systems() []string         { return []string{"zookeeper"} }
 func (kind) NewSettings() lab.Settings { return NewSettings() }
 func (kind) Groups() []string          { return []string{"clients"} }
-func (kind) Probe(string) lab.Target   { return &clientTarget{} }
+func (kind) Probe(string) lab.Target   { return &instances.Target{} }
 func (kind) Noun() (string, string)    { return "client", "clients" }
 
 func (kind) Series() []lab.SeriesDef {

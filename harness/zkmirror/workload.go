@@ -2,12 +2,10 @@ package zkmirror
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -239,11 +237,7 @@ func (w *workload) Targets(group string) []lab.Target {
 	if group != "clients" || w.group == nil {
 		return nil
 	}
-	out := make([]lab.Target, w.group.Len())
-	for i := range out {
-		out[i] = &clientTarget{g: w.group, i: i}
-	}
-	return out
+	return instances.Targets(w.group, w.group.Len())
 }
 
 // supervisor is what the workload needs of its clients' supervisor
@@ -260,39 +254,6 @@ type supervisor interface {
 	Record(r *lab.Result)
 	Stop()
 }
-
-// clientTarget is one client as a fault sees it.
-type clientTarget struct {
-	g supervisor
-	i int
-}
-
-func (c *clientTarget) Name() string {
-	if c.g == nil {
-		return "client"
-	}
-	return c.g.ID(c.i)
-}
-
-func (c *clientTarget) do(f func(lab.Proc) error) error {
-	if c.g == nil {
-		return errors.New("no client")
-	}
-	p := c.g.Proc(c.i)
-	if p == nil {
-		return fmt.Errorf("%s is not running", c.Name())
-	}
-	return f(p)
-}
-
-func (c *clientTarget) Pause() error  { return c.do(lab.Proc.Pause) }
-func (c *clientTarget) Resume() error { return c.do(lab.Proc.Resume) }
-func (c *clientTarget) Kill() error {
-	return c.do(func(p lab.Proc) error { return p.Signal(syscall.SIGKILL) })
-}
-
-// Restart kills the client: its restart policy brings it back.
-func (c *clientTarget) Restart(context.Context) error { return c.Kill() }
 
 type quietLogger struct{ l *slog.Logger }
 
