@@ -61,7 +61,7 @@ every process, cgroup and container it started, and still writes a report
 marked aborted.`,
 		Example: `  chaoslab run il-0587-zk-treecache-reconnect-storm
   chaoslab run IL-0587 --variant mitigated --seed 7
-  chaoslab run IL-0587 --client './examples/zk-paced-python/paced.py' --with-references
+  chaoslab run IL-0587 --client '/usr/bin/python3 examples/zk-treecache-python/treecache.py' --with-references
   chaoslab run IL-0587 --client './my-client' --repeat 5 --junit out/junit.xml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runScenario(cmd, args[0], f) },

@@ -8,12 +8,14 @@
 //	    line was read);
 //	  - "id" names the client (optional: the harness knows which instance
 //	    printed the line);
-//	  - every other number is a figure, recorded per instance as the series
-//	    client.<name>, which hypotheses can reduce (max(client.pending));
+//	  - every other number is a figure: the exec kind records each per
+//	    instance as the series client.<name>, which hypotheses can reduce
+//	    (max(client.pending)); a kind with a client of its own reads the
+//	    figures it documents (zk-tree-mirror: pending, nodes, max_seq...);
 //	  - every string is a label (a state), kept for the workload that knows it;
-//	  - {"prometheus": "http://127.0.0.1:9464/metrics"} asks the harness to
-//	    scrape that endpoint every second instead: each unlabelled gauge or
-//	    counter becomes a figure.
+//	  - {"prometheus": "http://127.0.0.1:9464/metrics"} asks the exec kind to
+//	    scrape that endpoint (loopback only) every second: each unlabelled
+//	    gauge or counter becomes a figure.
 //
 // Lines that are not JSON objects are passed over: a program may print
 // anything else. chaoslab's own agents print their samples this way, and
