@@ -358,7 +358,7 @@ func verdictMeaning(v verdict.Verdict, met bool) string {
 	case verdict.Held:
 		return "Every hypothesis held where the incident says the system breaks: the incident did not reproduce."
 	case verdict.Violated:
-		return "A variant that should hold broke a hypothesis: the mitigation does not hold."
+		return "A variant expected to hold broke a hypothesis: that client does not come through the incident's timeline."
 	case verdict.Aborted:
 		return "The run was interrupted before it could be judged."
 	case verdict.Inconclusive:

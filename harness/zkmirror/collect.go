@@ -122,11 +122,17 @@ func (w *workload) clientSeries(r *lab.Result, id string, cs []sample, wlog []Wr
 		if s.s.State == "has-session" {
 			connected = 1
 		}
-		r.Add("client.pending", id, "requests", s.t, float64(s.s.InFlight+s.s.Queued))
-		r.Add("client.rss_mb", id, "MiB", s.t, float64(s.s.RSSBytes)/(1<<20))
-		r.Add("client.reconnects", id, "reconnects", s.t, float64(base.Reconnects+s.s.Reconnects))
-		r.Add("client.connected", id, "0/1", s.t, connected)
-		r.Add("client.completed", id, "requests", s.t, float64(base.Completed+s.s.Completed))
+		// A client of yours gets a series only for what it reports.
+		add := func(name string, has bool, unit string, v float64) {
+			if has || s.has == nil {
+				r.Add(name, id, unit, s.t, v)
+			}
+		}
+		add("client.pending", s.has["pending"] || s.has["inflight"], "requests", float64(s.s.InFlight+s.s.Queued))
+		add("client.rss_mb", s.has["rss"], "MiB", float64(s.s.RSSBytes)/(1<<20))
+		add("client.reconnects", s.has["reconnects"], "reconnects", float64(base.Reconnects+s.s.Reconnects))
+		add("client.connected", s.has["state"], "0/1", connected)
+		add("client.completed", s.has["completed"], "requests", float64(base.Completed+s.s.Completed))
 		if !s.seq {
 			continue
 		}

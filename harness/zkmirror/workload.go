@@ -22,6 +22,9 @@ type sample struct {
 	s   Sample
 	// seq: the sample says how far the mirror has got (next_seq or max_seq).
 	seq bool
+	// has names what a user's client reported (nil: chaoslab's own agent,
+	// which reports everything).
+	has map[string]bool
 }
 
 // workload is one variant's mirrors, tree and writer.
@@ -137,7 +140,17 @@ func (w *workload) onLine(i, inc int, line []byte) {
 		w.limit = enforced
 	}
 	defer w.mu.Unlock()
-	w.samples[i] = append(w.samples[i], sample{t: w.env.Clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s, seq: s.NextSeq > 0})
+	smp := sample{t: w.env.Clock(time.UnixMilli(s.UnixMS)), inc: inc, s: s, seq: s.NextSeq > 0}
+	if w.s.Program != nil {
+		smp.has = map[string]bool{}
+		for k := range l.Figures {
+			smp.has[k] = true
+		}
+		for k := range l.Labels {
+			smp.has[k] = true
+		}
+	}
+	w.samples[i] = append(w.samples[i], smp)
 	w.last[[2]int{i, inc}] = s
 }
 
