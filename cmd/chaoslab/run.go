@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/shlex"
 	"github.com/spf13/cobra"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -98,7 +99,9 @@ func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
 		o.Variants = strings.Split(f.variant, ",")
 	}
 	if f.client != "" || f.clientImage != "" {
-		o.Client = clientProgram(f)
+		if o.Client, err = clientProgram(f); err != nil {
+			return err
+		}
 	}
 	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the run, cleaning up and writing an aborted report")
 	defer stop()
@@ -152,18 +155,36 @@ func finish(cmd *cobra.Command, id string, runs []*reports.Report, f runFlags, d
 }
 
 // clientProgram is --client and its companions as a program.
-func clientProgram(f runFlags) *lab.ClientProgram {
+func clientProgram(f runFlags) (*lab.ClientProgram, error) {
 	p := &lab.ClientProgram{Name: f.name, Image: f.clientImage, Env: f.clientEnv}
 	if f.client != "" {
+		// Here a shell runs the command line; in an image, which may have
+		// no shell, its words are the command.
 		p.Command = []string{"sh", "-c", "exec " + f.client}
 		if f.clientImage != "" {
-			p.Command = []string{"sh", "-c", f.client}
+			words, err := shlex.Split(f.client)
+			if err != nil {
+				return nil, fmt.Errorf("read --client: %w", err)
+			}
+			p.Command = words
 		}
 		if p.Name == "" {
 			p.Name = clientName(f.client)
 		}
 	}
-	return p
+	if p.Name == "" && p.Image != "" {
+		p.Name = imageName(p.Image)
+	}
+	return p, nil
+}
+
+// imageName is an image reference's last path element without its tag.
+func imageName(ref string) string {
+	name := ref[strings.LastIndex(ref, "/")+1:]
+	if i := strings.IndexAny(name, ":@"); i > 0 {
+		name = name[:i]
+	}
+	return name
 }
 
 // clientName is the base name of a command line's program (the script's,
