@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/lineproto"
 )
 
@@ -36,18 +37,11 @@ func (w *workload) startScrape(i, inc int, endpoint string) {
 	w.env.Event("note", w.group.ID(i), "scraping "+endpoint+" every second")
 	c := &http.Client{Timeout: 900 * time.Millisecond}
 	w.bg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		lab.Every(ctx, time.Second, func() {
 			if figs, err := lineproto.Scrape(ctx, c, endpoint); err == nil {
 				w.record(i, w.env.Now(), figs)
 			}
-		}
+		})
 	})
 }
 

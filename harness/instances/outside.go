@@ -62,19 +62,12 @@ func (o *outside) run(ctx context.Context) {
 	o.last = map[string]float64{}
 	n := len(o.g.insts)
 	o.reqs, o.conns, o.rss, o.held = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	lab.Every(ctx, time.Second, func() {
 		o.sampleProcs()
 		if cs, ok := o.g.cfg.Cluster.(lab.ConnSampler); ok {
 			o.sampleConns(ctx, cs)
 		}
-	}
+	})
 }
 
 func (o *outside) sampleProcs() {
