@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Release check: replays every built-in scenario at full size on every
 # placement it is calibrated for, one at a time (they measure timing on
-# real servers), and fails unless each meets its expectation. About 35 min
-# on 2 cores (images built first when missing).
-#   ./scripts/verify.sh            # every scenario
+# real servers), and fails unless each meets its expectation; then the
+# example clients beside IL-0587's own. About 45 min on 2 cores (images
+# built first when missing).
+#   ./scripts/verify.sh            # every scenario and the examples
 #   ./scripts/verify.sh il-0587    # one scenario (id or case id)
+#   ./scripts/verify.sh examples   # the example clients only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -23,5 +25,16 @@ for s in il-0587-zk-treecache-reconnect-storm:local il-0587-zk-treecache-reconne
   id=${s%%:*}
   case "$want" in ""|"$id"|"${id:0:7}") replay "$id" "${s##*:}" ;; esac
 done
+# The example clients beside the scenario's own (--with-references): the
+# paced Go client must hold (exit 0), kazoo's TreeCache must be caught (1).
+if [ -z "$want" ] || [ "$want" = examples ]; then
+  (cd examples/zk-paced-go && GOWORK=off go build -o ../../bin/zk-paced .)
+  echo "verify: examples/zk-paced-go beside IL-0587's clients" >&2
+  ./bin/chaoslab run IL-0587 --client "$PWD/bin/zk-paced" --with-references --seed 1 --out "$out" || { echo "verify: FAILED: zk-paced did not hold" >&2; fail=1; }
+  echo "verify: examples/zk-treecache-python beside IL-0587's clients" >&2
+  rc=0
+  ./bin/chaoslab run IL-0587 --client "/usr/bin/python3 $PWD/examples/zk-treecache-python/treecache.py" --with-references --seed 1 --out "$out" || rc=$?
+  [ "$rc" = 1 ] || { echo "verify: FAILED: treecache exited $rc, want 1 (caught)" >&2; fail=1; }
+fi
 echo "verify: reports under $out" >&2
 exit $fail
