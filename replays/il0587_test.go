@@ -5,8 +5,10 @@ package replays_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,8 +70,14 @@ func TestIntegration_ReplayIL0587(t *testing.T) {
 		require.NotNil(t, mit)
 		require.GreaterOrEqual(t, float64(vul.Metrics["clients.oom_kills"]), 1.0, "vulnerable clients OOM-killed")
 		require.Zero(t, float64(mit.Metrics["clients.oom_kills"]))
-		require.GreaterOrEqual(t, float64(vul.Metrics["servers.outstanding_requests.max_from_fault"]),
-			10*float64(mit.Metrics["servers.outstanding_requests.max_from_fault"]))
+		// The busiest vulnerable client's backlog at the servers against the
+		// busiest mitigated one's: the scenario's comparison (5x), 2x past it.
+		// (The servers' totals are no ratio to assert: the mitigated peak
+		// moves with how many clients land on one server after the
+		// election, 8 to 76 in runs seen.)
+		require.GreaterOrEqual(t, float64(vul.Metrics["clients.server_outstanding.max_from_fault"]),
+			10*float64(mit.Metrics["clients.server_outstanding.max_from_fault"]))
+		require.GreaterOrEqual(t, float64(vul.Metrics["servers.outstanding_requests.max_from_fault"]), 300.0, "2x over outstanding-bounded")
 		// An OOM kill is recognised from the kernel's counters.
 		var oom bool
 		for _, c := range vul.Clients {
@@ -98,9 +106,16 @@ func TestIntegration_ReplayIL0587(t *testing.T) {
 		v, _, err := back.Recheck(nil)
 		require.NoError(t, err)
 		require.Equal(t, r.Verdict, v)
-		for _, f := range []string{"report.json", "report.md", "index.html", "vulnerable/logs/zk1.log", "mitigated/logs/client-01.log"} {
+		for _, f := range []string{"report.json", "report.md", "index.html", "mitigated/logs/client-01.log"} {
 			require.FileExists(t, filepath.Join(r.Dir, f))
 		}
+		// A server log no report links is kept gzipped when it is large.
+		logs, err := filepath.Glob(filepath.Join(r.Dir, "vulnerable", "logs", "zk1.log*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, logs, "zk1's log, plain or gzipped")
+		// The servers' data directories are gone: the folder is small
+		// enough to keep as a CI artifact.
+		require.Less(t, folderBytes(t, r.Dir), int64(5<<20), "run folder under 5 MiB")
 		assertCleanedUp(t, r)
 		verdicts = append(verdicts, r.Verdict)
 	}
@@ -238,4 +253,25 @@ func skipUnlessDockerImages(t *testing.T, s *scenarios.Scenario) {
 	if err := runner.Preflight(context.Background(), s, runner.Options{Placement: "docker", Logger: labtest.Logger(t)}); err != nil {
 		t.Skipf("docker placement not available here: %v", err)
 	}
+}
+
+// folderBytes is what the files under dir take on disk, in bytes.
+func folderBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return n
 }

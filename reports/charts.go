@@ -97,8 +97,9 @@ type legendItem struct {
 // buildCharts renders every chart of the report.
 func buildCharts(r *Report) ([]chartRow, error) {
 	var rows []chartRow
+	al := alignOnFirstFault(r)
 	for _, spec := range chartSpecs(r) {
-		row, err := buildChartRow(r, spec)
+		row, err := buildChartRow(r, spec, al)
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %w", spec.Name, err)
 		}
@@ -129,10 +130,10 @@ func chartSpecs(r *Report) []seriesSpec {
 	var specs []seriesSpec
 	known := map[string]bool{}
 	for _, k := range r.Charts {
-		known[k.Name] = true
-		if present[k.Name] {
+		if present[k.Name] && !known[k.Name] {
 			specs = append(specs, k)
 		}
+		known[k.Name] = true
 	}
 	for _, name := range order {
 		if !known[name] {
@@ -151,21 +152,40 @@ func genericTitle(name string) string {
 	return strings.ToUpper(t[:1]) + t[1:]
 }
 
-func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
+func buildChartRow(r *Report, spec seriesSpec, al alignment) (chartRow, error) {
 	row := chartRow{Name: spec.Name, Title: spec.Title, Unit: spec.Unit}
+
+	// Each variant as this chart draws it: aligned, states counted.
+	var vs []*VariantResult
+	xmin, xmax := 0.0, 0.0
+	stateN, state := 0, false
+	var stateSources []string
+	for _, v := range r.Variants {
+		if v == nil {
+			continue
+		}
+		off := al.offset[v.Name]
+		if isState(spec, v) {
+			state = true
+			n := 0
+			for _, s := range v.Series {
+				if s != nil && s.Name == spec.Name {
+					n++
+					stateSources = append(stateSources, s.Source)
+				}
+			}
+			stateN = max(stateN, n)
+		}
+		vs = append(vs, shifted(v, spec, off))
+		xmin, xmax = math.Min(xmin, -off), math.Max(xmax, span(v)-off)
+	}
 
 	// Sources across variants, one colour each.
 	srcSet := map[string]bool{}
 	var sources []string
 	unit := ""
-	for _, v := range r.Variants {
-		if v == nil {
-			continue
-		}
+	for _, v := range vs {
 		for _, s := range v.Series {
-			if s == nil || s.Name != spec.Name {
-				continue
-			}
 			if unit == "" {
 				unit = s.Unit
 			}
@@ -183,46 +203,34 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 	for i, s := range sources {
 		colors[s] = palette[i%len(palette)]
 	}
-	if len(sources) <= maxLegendLines {
+	switch {
+	case state:
+		kind := sourceKind(stateSources)
+		row.Unit = fmt.Sprintf("%ss (of %d)", kind, stateN)
+		row.LegendNote = fmt.Sprintf("one line: how many of the %d %ss were in this state at each moment (%s); a break is a moment none of them reported", stateN, kind, lowerFirst(spec.Title))
+	case len(sources) <= maxLegendLines:
 		for _, s := range sources {
 			row.Legend = append(row.Legend, legendItem{Source: s, Color: hexColor(colors[s])})
 		}
-	} else {
+	default:
 		row.LegendNote = fmt.Sprintf("one line per %s (%d %ss)", sourceKind(sources), len(sources), sourceKind(sources))
 	}
 
-	// Shared axes: x from 0 to the longest variant, y over every finite
-	// sample (and the memory limit on the RSS chart).
-	xmax, ymin, ymax := 0.0, math.Inf(1), math.Inf(-1)
+	// Shared axes: x over every variant's span, y over every finite
+	// sample (and the memory limit on the memory chart).
+	ymin, ymax := math.Inf(1), math.Inf(-1)
 	integral := true // every sample a whole number: integer ticks
 	anyFaults, anyLimit, anyOOM := false, false, false
-	for _, v := range r.Variants {
-		if v == nil {
-			continue
-		}
+	for _, v := range vs {
 		for _, s := range v.Series {
-			if s == nil {
-				continue
-			}
 			for _, p := range s.Points {
-				if finite(p.T) {
-					xmax = math.Max(xmax, p.T)
-				}
-				if s.Name != spec.Name {
-					continue
-				}
-				if y := float64(p.V); finite(y) {
+				if y := float64(p.V); finite(y) && finite(p.T) {
 					ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
 					integral = integral && y == math.Trunc(y)
 				}
 			}
 		}
-		for _, f := range v.Faults {
-			if finite(f.End) {
-				xmax = math.Max(xmax, f.End)
-			}
-		}
-		if !hasSeries(v, spec.Name) {
+		if len(v.Series) == 0 {
 			continue
 		}
 		if len(v.Faults) > 0 {
@@ -239,14 +247,17 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 	if math.IsInf(ymin, 1) { // no finite sample at all
 		ymin, ymax = 0, 1
 	}
+	if state {
+		ymax = math.Max(ymax, float64(stateN))
+	}
 	ymin = math.Min(ymin, 0)
 	if ymax <= ymin {
 		ymax = ymin + 1
 	}
 	// Head room for the fault labels at the top of the plot.
 	ymax += (ymax - ymin) * 0.14
-	if xmax <= 0 {
-		xmax = 1
+	if xmax <= xmin {
+		xmax = xmin + 1
 	}
 
 	if anyFaults {
@@ -261,13 +272,10 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		row.MarkLabel = markLabel(spec)
 	}
 
-	for _, v := range r.Variants {
-		if v == nil {
-			continue
-		}
+	for _, v := range vs {
 		cell := chartCell{Variant: v.Name, Verdict: verdictWord(v.Verdict), Class: verdictClass(v.Verdict)}
-		if hasSeries(v, spec.Name) {
-			ax := axes{xmin: 0, xmax: xmax, ymin: ymin, ymax: ymax, integer: integral}
+		if len(v.Series) > 0 {
+			ax := axes{xmin: xmin, xmax: xmax, ymin: ymin, ymax: ymax, integer: integral, xLabel: al.xLabel(xmax-xmin > 1800)}
 			svg, err := renderChart(v, spec, row.Unit, colors, len(sources), ax)
 			if err != nil {
 				return row, fmt.Errorf("variant %s: %w", v.Name, err)
@@ -277,6 +285,13 @@ func buildChartRow(r *Report, spec seriesSpec) (chartRow, error) {
 		row.Cells = append(row.Cells, cell)
 	}
 	return row, nil
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }
 
 func hasSeries(v *VariantResult, name string) bool {
@@ -359,7 +374,8 @@ func sourceKind(sources []string) string {
 // axes are the ranges a row of charts shares.
 type axes struct {
 	xmin, xmax, ymin, ymax float64
-	integer                bool // y ticks on whole numbers only
+	integer                bool   // y ticks on whole numbers only
+	xLabel                 string // what the time axis counts from
 }
 
 func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[string]color.NRGBA, nLines int,
@@ -391,12 +407,11 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 		a.Padding = vg.Points(2)
 	}
 	p.BackgroundColor = color.White
-	p.X.Label.Text = "seconds from variant start"
+	p.X.Label.Text = ax.xLabel
 	p.Y.Label.Text = unit
 	p.X.Tick.Marker = niceTicks{n: 8}
 	if ax.xmax-ax.xmin > 1800 { // a simulated incident's hours
 		p.X.Tick.Marker = clockTicks{n: 8}
-		p.X.Label.Text = "time from variant start"
 	}
 	p.Y.Tick.Marker = niceTicks{n: 5, integer: ax.integer}
 
@@ -455,7 +470,7 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 			xs, ys = append(xs, e.T), append(ys, clamp(y, ymin, ymax))
 		}
 		if len(xs) > 0 {
-			p.Add(&crosses{xs: xs, ys: ys})
+			p.Add(&crosses{xs: xs, ys: ys, width: (ax.xmax - ax.xmin) / 30, label: p.X.Tick.Label})
 		}
 	}
 
@@ -495,9 +510,11 @@ func inlineSVG(doc, label string) string {
 	return head + rest
 }
 
-// segments splits a series into drawable lines: NaN samples break the line,
-// infinities are clamped to the axis, long lines are thinned.
+// segments splits a series into drawable lines: NaN samples and silences
+// (no sample for longer than gapAfter) break the line, infinities are
+// clamped to the axis, long lines are thinned.
 func segments(pts []Point, ymin, ymax float64) []plotter.XYs {
+	gap := gapAfter(pts)
 	var out []plotter.XYs
 	var cur plotter.XYs
 	flush := func() {
@@ -512,24 +529,28 @@ func segments(pts []Point, ymin, ymax float64) []plotter.XYs {
 			flush()
 			continue
 		}
+		if n := len(cur); n > 0 && p.T-cur[n-1].X > gap {
+			flush()
+		}
 		cur = append(cur, plotter.XY{X: p.T, Y: clamp(y, ymin, ymax)})
 	}
 	flush()
 	return out
 }
 
-// singles returns the samples that stand alone between NaN gaps.
+// singles returns the samples that stand alone between gaps.
 func singles(pts []Point, ymin, ymax float64) []plotter.XYs {
+	gap := gapAfter(pts)
+	drawn := func(i int) bool { return !math.IsNaN(float64(pts[i].V)) && finite(pts[i].T) }
 	var out plotter.XYs
 	for i, p := range pts {
-		y := float64(p.V)
-		if math.IsNaN(y) || !finite(p.T) {
+		if !drawn(i) {
 			continue
 		}
-		prevOK := i > 0 && !math.IsNaN(float64(pts[i-1].V)) && finite(pts[i-1].T)
-		nextOK := i+1 < len(pts) && !math.IsNaN(float64(pts[i+1].V)) && finite(pts[i+1].T)
+		prevOK := i > 0 && drawn(i-1) && p.T-pts[i-1].T <= gap
+		nextOK := i+1 < len(pts) && drawn(i+1) && pts[i+1].T-p.T <= gap
 		if !prevOK && !nextOK {
-			out = append(out, plotter.XY{X: p.T, Y: clamp(y, ymin, ymax)})
+			out = append(out, plotter.XY{X: p.T, Y: clamp(float64(p.V), ymin, ymax)})
 		}
 	}
 	if len(out) == 0 {
@@ -660,7 +681,8 @@ func clampLen(x, lo, hi vg.Length) vg.Length {
 	return x
 }
 
-// hLine is a dashed horizontal line with a label at its right end.
+// hLine is a dashed horizontal line with a label at its left end (events
+// are marked late in a run, the warm-up is at the left).
 type hLine struct {
 	y     float64
 	label string
@@ -677,21 +699,61 @@ func (h *hLine) Plot(c draw.Canvas, plt *plot.Plot) {
 	sty := h.style
 	sty.Font.Size = 7.5
 	sty.Color = limitColor
-	sty.XAlign, sty.YAlign = draw.XRight, draw.YBottom
-	c.FillText(sty, vg.Point{X: c.Max.X - vg.Points(3), Y: y + vg.Points(2)}, h.label)
+	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
+	c.FillText(sty, vg.Point{X: c.Min.X + vg.Points(3), Y: y + vg.Points(2)}, h.label)
 }
 
-// crosses marks points (OOM kills) with a bold ×.
-type crosses struct{ xs, ys []float64 }
+// crosses marks events (OOM kills) readably however many there are: a
+// short tick on the time axis for each (a rug), and over the lines one bold
+// × per cluster of events less than width apart, with their number beside
+// it when there is more than one.
+type crosses struct {
+	xs, ys []float64
+	width  float64 // in x units
+	label  text.Style
+}
+
+// clusters groups the marks by time: each cluster's mean time, its
+// highest value and its size.
+func (m *crosses) clusters() (xs, ys []float64, ns []int) {
+	idx := make([]int, len(m.xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return m.xs[idx[a]] < m.xs[idx[b]] })
+	for k := 0; k < len(idx); {
+		j, sum, top := k, 0.0, math.Inf(-1)
+		for j < len(idx) && m.xs[idx[j]]-m.xs[idx[k]] <= m.width {
+			sum += m.xs[idx[j]]
+			top = math.Max(top, m.ys[idx[j]])
+			j++
+		}
+		xs, ys, ns = append(xs, sum/float64(j-k)), append(ys, top), append(ns, j-k)
+		k = j
+	}
+	return xs, ys, ns
+}
 
 func (m *crosses) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
-	r := vg.Points(4)
 	sty := draw.LineStyle{Color: oomColor, Width: vg.Points(2)}
-	for i := range m.xs {
-		x, y := trX(m.xs[i]), trY(m.ys[i])
+	rug := draw.LineStyle{Color: oomColor, Width: vg.Points(1)}
+	for _, x := range m.xs {
+		c.StrokeLine2(rug, trX(x), c.Min.Y, trX(x), c.Min.Y+vg.Points(6))
+	}
+	lsty := m.label
+	lsty.Font.Size = 8
+	lsty.Color = oomColor
+	lsty.XAlign, lsty.YAlign = draw.XLeft, draw.YCenter
+	r := vg.Points(4)
+	xs, ys, ns := m.clusters()
+	for i := range xs {
+		x, y := trX(xs[i]), trY(ys[i])
 		c.StrokeLine2(sty, x-r, y-r, x+r, y+r)
 		c.StrokeLine2(sty, x-r, y+r, x+r, y-r)
+		if ns[i] > 1 {
+			c.FillText(lsty, vg.Point{X: x + r + vg.Points(2), Y: y + r}, "×"+strconv.Itoa(ns[i]))
+		}
 	}
 }
 

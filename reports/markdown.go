@@ -24,13 +24,20 @@ func markdown(v *view) string {
 	if v.CaseTitle != "" && v.CaseTitle != v.Title {
 		p("_%s_\n\n", mdText(v.CaseTitle))
 	}
+	p("%s\n\n", mdSources(v))
 
 	p("## Verdict: **%s**\n\n", v.Verdict)
 	if v.VerdictMeaning != "" {
 		p("%s\n\n", v.VerdictMeaning)
 	}
-	if v.Reason != "" {
+	switch {
+	case v.Story != "":
+		p("%s\n\n", mdText(v.Story))
+	case v.Reason != "":
 		p("> %s\n\n", mdText(v.Reason))
+	}
+	if len(v.NearMisses) > 0 {
+		p("⚠️ **Near miss** (within %sx of the threshold: another run could go the other way): %s.\n\n", v.NearFactor, mdText(strings.Join(v.NearMisses, "; ")))
 	}
 	if v.ExpectationMet {
 		p("✅ %s\n\n", v.Expectation)
@@ -113,18 +120,18 @@ func markdown(v *view) string {
 		if len(vv.Clients) == 0 {
 			p("No client summary was recorded.\n\n")
 		} else {
-			p("| %s | Starts | Exits | OOM kills | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|\n", vv.Who)
+			p("| %s | Starts | Exits | OOM kills | Peak memory charged (MiB) | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|---|\n", vv.Who)
 			for _, c := range vv.Clients {
 				log := "—"
 				if c.Log != "" {
-					log = "`" + c.Log + "`"
+					log = mdLink(c.Log)
 				}
-				p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.ID), c.Starts, mdCell(c.Exits), c.OOMKills, c.PeakRSS, c.Requests, c.Reconnects, log)
+				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.ID), c.Starts, mdCell(c.Exits), c.OOMKills, c.PeakCharged, c.PeakRSS, c.Requests, c.Reconnects, log)
 			}
 			p("\n")
 		}
 		if vv.LogDir != "" {
-			p("Logs: `%s`\n\n", vv.LogDir)
+			p("Logs: %s\n\n", mdLink(vv.LogDir))
 		}
 	}
 
@@ -139,17 +146,17 @@ func markdown(v *view) string {
 	if len(v.Evidence) == 0 {
 		p("The scenario maps no statement of the write-up to a measurement.\n\n")
 	} else {
-		p("| What the incident says | Metric |")
+		p("| What the write-up says | The write-up's figure | Metric |")
 		for _, c := range v.EvidenceCol {
 			p(" %s |", mdCell(c))
 		}
-		p("\n|---|---|%s\n", strings.Repeat("---|", len(v.EvidenceCol)))
+		p(" Set against | Agreement band | Match |\n|---|---|---|%s---|---|---|\n", strings.Repeat("---|", len(v.EvidenceCol)))
 		for _, e := range v.Evidence {
-			p("| %s | `%s` |", mdCell(e.Incident), e.Metric)
+			p("| %s | %s | `%s` |", mdCell(e.Incident), mdCell(e.Published), e.Metric)
 			for _, x := range e.Values {
 				p(" %s |", x)
 			}
-			p("\n")
+			p(" %s | %s | %s |\n", mdCell(e.Variant), e.Band, e.Result)
 		}
 		p("\n")
 	}
@@ -176,22 +183,6 @@ func markdown(v *view) string {
 		}
 	}
 
-	p("## Case record\n\n")
-	if v.Record != "" {
-		p("- Record: `%s`\n", v.Record)
-	}
-	for _, s := range v.Sources {
-		if s.Archived != "" {
-			p("- Source: <%s> (archived copy: <%s>)\n", s.URL, s.Archived)
-		} else {
-			p("- Source: <%s>\n", s.URL)
-		}
-	}
-	if v.Record == "" && len(v.Sources) == 0 {
-		p("No case record is linked.\n")
-	}
-	p("\n")
-
 	p("## How to rerun\n\n")
 	if v.Rerun != "" {
 		p("```sh\n%s\n```\n\n", v.Rerun)
@@ -210,11 +201,11 @@ func markdown(v *view) string {
 	} else {
 		p("Server and client logs, relative to this report:\n\n")
 		for _, l := range v.Logs {
-			p("- %s: `%s`\n", mdText(l.K), l.V)
+			p("- %s: %s\n", mdText(l.K), mdLink(l.V))
 		}
 		p("\n")
 	}
-	p("The full record is `report.json`; `index.html` shows this report with charts.\n")
+	p("The full record is [report.json](report.json); [index.html](index.html) shows this report with charts.\n")
 	return b.String()
 }
 
@@ -223,7 +214,7 @@ func checkTable(b *strings.Builder, rows []checkRow, what string) {
 		fmt.Fprintf(b, "None.\n\n")
 		return
 	}
-	fmt.Fprintf(b, "| %s | Metric | Want | Observed | Result |\n|---|---|---|---|---|\n", what)
+	fmt.Fprintf(b, "| %s | Metric | Want | Observed | Margin | Result |\n|---|---|---|---|---|---|\n", what)
 	for _, c := range rows {
 		id := "**" + mdCell(c.ID) + "**"
 		if c.Description != "" {
@@ -233,9 +224,37 @@ func checkTable(b *strings.Builder, rows []checkRow, what string) {
 		if c.Result == "violated" {
 			result = "**violated**"
 		}
-		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s |\n", id, c.Metric, mdCell(c.Want), c.Observed, result)
+		margin := c.Margin
+		if c.Near {
+			margin += " ⚠️ near miss"
+		}
+		fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s | %s |\n", id, c.Metric, mdCell(c.Want), c.Observed, mdCell(margin), result)
 	}
 	b.WriteString("\n")
+}
+
+// mdSources is the case record and the write-up's sources, one line.
+func mdSources(v *view) string {
+	var parts []string
+	if v.Record != "" {
+		parts = append(parts, "Case record `"+v.Record+"`")
+	}
+	for _, s := range v.Sources {
+		src := "source <" + s.URL + ">"
+		if s.Archived != "" {
+			src += " ([archived copy](" + s.Archived + "))"
+		}
+		parts = append(parts, src)
+	}
+	if len(parts) == 0 {
+		return "No case record is linked."
+	}
+	return strings.Join(parts, " · ")
+}
+
+// mdLink links a path of the run folder: [path](path).
+func mdLink(path string) string {
+	return "[" + path + "](" + path + ")"
 }
 
 // mdText keeps free text on one paragraph line.

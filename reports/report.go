@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -160,6 +161,17 @@ type EvidenceRow struct {
 	Incident string                   `json:"incident"`
 	Metric   string                   `json:"metric"`
 	Observed map[string]verdict.Float `json:"observed"` // by variant
+	// Published is the write-up's own figure ("" when the scenario gives
+	// none); Number names it in the case record.
+	Published string `json:"published,omitempty"`
+	Number    string `json:"number,omitempty"`
+	// Variant's measurement agrees with the write-up when it lies within
+	// Low and High (inclusive); Matches says whether it did (nil: not
+	// judged, no band or no measurement).
+	Variant string         `json:"variant,omitempty"`
+	Low     *verdict.Float `json:"low,omitempty"`
+	High    *verdict.Float `json:"high,omitempty"`
+	Matches *bool          `json:"matches,omitempty"`
 }
 
 // Variant returns the named variant result, or nil.
@@ -177,7 +189,7 @@ func (r *Report) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create report dir: %w", err)
 	}
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := json.Marshal(r) // compact: the series are most of it
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
 	}
@@ -269,7 +281,7 @@ func (r *Report) Recheck(s *scenarios.Scenario) (verdict.Verdict, string, error)
 				row.Observed[name] = verdict.Float(x)
 			}
 		}
-		r.Evidence = append(r.Evidence, row)
+		r.Evidence = append(r.Evidence, r.judgeEvidence(row, e))
 	}
 	r.Verdict, r.Reason = verdict.Scenario(outcomes, r.Comparisons)
 	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
@@ -332,4 +344,30 @@ func (v *VariantResult) DecodeTopology(into any) error {
 		return fmt.Errorf("variant %s: decode topology: %w", v.Name, err)
 	}
 	return nil
+}
+
+// judgeEvidence sets the write-up's figure of an evidence row and whether
+// the variant's measurement agrees with it.
+func (r *Report) judgeEvidence(row EvidenceRow, e scenarios.Evidence) EvidenceRow {
+	row.Published, row.Number, row.Variant = e.Published, e.Number, e.Variant
+	if n, ok := recordNumber(r.Case.ID, e.Number); ok && row.Published == "" {
+		row.Published = PublishedFigure(n) + " (" + n.Name + " in the case record)"
+	}
+	if e.Low == nil && e.High == nil {
+		return row
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if e.Low != nil {
+		lo = *e.Low
+	}
+	if e.High != nil {
+		hi = *e.High
+	}
+	l, h := verdict.Float(lo), verdict.Float(hi)
+	row.Low, row.High = &l, &h
+	if x, ok := row.Observed[e.Variant]; ok && !math.IsNaN(float64(x)) {
+		m := float64(x) >= lo && float64(x) <= hi
+		row.Matches = &m
+	}
+	return row
 }

@@ -41,7 +41,7 @@ func Summary(r *Report) string {
 		}
 		p("  %s: %s (%s)\n", v.Name, v.Verdict, mark)
 		for _, c := range v.Hypotheses {
-			p("    %s %s\n", checkMark(c), c.String())
+			p("    %s %s%s\n", checkMark(c, v.Expect), c.String(), marginNote(c))
 		}
 		if len(v.Hypotheses) == 0 && v.Reason != "" {
 			p("    %s\n", v.Reason)
@@ -50,7 +50,7 @@ func Summary(r *Report) string {
 	if len(r.Comparisons) > 0 {
 		p("  comparisons:\n")
 		for _, c := range r.Comparisons {
-			p("    %s %s\n", checkMark(c), c.String())
+			p("    %s %s%s\n", checkMark(c, verdict.Held), c.String(), marginNote(c))
 		}
 	}
 	if len(r.Incident) > 0 {
@@ -80,12 +80,27 @@ func Summary(r *Report) string {
 	return b.String()
 }
 
-func checkMark(c verdict.Check) string {
+func checkMark(c verdict.Check, expect verdict.Verdict) string {
 	switch {
 	case c.Missing:
 		return "?"
 	case c.Held:
 		return "✓"
+	case expect == verdict.Violated:
+		return "• broke, as expected:"
 	}
 	return "✗"
+}
+
+// marginNote is a check's margin for the console: " (1.3x over the
+// threshold: a near miss)".
+func marginNote(c verdict.Check) string {
+	m := c.MarginText()
+	if m == "" {
+		return ""
+	}
+	if c.Near() {
+		m += ": a near miss"
+	}
+	return " (" + m + ")"
 }

@@ -3,11 +3,15 @@ package reports
 import (
 	"fmt"
 	"math"
+	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -25,6 +29,12 @@ type view struct {
 	VerdictClass   string // good, bad, warn
 	VerdictMeaning string
 	Reason         string
+	// Story is the verdict in plain language, with each deciding figure
+	// and its margin; NearMisses the figures within verdict.NearFactor of
+	// their thresholds.
+	Story          string
+	NearMisses     []string
+	NearFactor     string
 	ExpectationMet bool
 	Expectation    string
 
@@ -49,6 +59,8 @@ type view struct {
 	Logs    []kv
 
 	Charts []chartRow
+	// ChartNote says what the charts' time axes count from.
+	ChartNote string
 }
 
 type kv struct{ K, V string }
@@ -97,6 +109,8 @@ type checkRow struct {
 	Observed    string
 	Result      string // held, violated, not measured
 	Class       string
+	Margin      string // "1.9x over the threshold"
+	Near        bool   // within verdict.NearFactor of the threshold
 }
 
 type faultRow struct{ Fault, Target, Member, From, To, Detail string }
@@ -104,13 +118,16 @@ type faultRow struct{ Fault, Target, Member, From, To, Detail string }
 type eventRow struct{ T, Kind, Source, Detail string }
 
 type clientRow struct {
-	ID, Starts, Exits, OOMKills, PeakRSS, Requests, Reconnects, Log string
+	ID, Starts, Exits, OOMKills, PeakCharged, PeakRSS, Requests, Reconnects, Log string
 }
 
 type evidenceRow struct {
 	Incident string
 	Metric   string
 	Values   []string
+	// The write-up's figure and the agreement with it, as the sim
+	// report's incident table words them (newIncidentView).
+	Published, Variant, Band, Result, Class string
 }
 
 // maxEvents bounds the notable-events table of a variant.
@@ -140,6 +157,8 @@ func newView(r *Report) *view {
 		Rerun:        r.Rerun,
 	}
 	v.VerdictMeaning = verdictMeaning(r.Verdict, r.ExpectationMet)
+	v.Story, v.NearMisses = verdictStory(r)
+	v.NearFactor = strconv.FormatFloat(verdict.NearFactor, 'g', -1, 64)
 	if s := r.Scenario; s != nil {
 		v.Title = s.Title
 		v.ScenarioID = s.ID
@@ -190,6 +209,9 @@ func newView(r *Report) *view {
 			continue
 		}
 		vv := newVariantView(vr, r.MetricDocs)
+		for i := range vv.Clients {
+			vv.Clients[i].Log = logLink(r.Dir, vr.LogDir, vv.Clients[i].Log)
+		}
 		v.Variants = append(v.Variants, vv)
 		v.Glance = append(v.Glance, glanceRow{Variant: vv.Name, Expect: vv.Expect, Verdict: vv.Verdict, Class: vv.Class, AsExpected: vv.AsExpected, Reason: vv.Reason})
 		v.EvidenceCol = append(v.EvidenceCol, vr.Name)
@@ -201,7 +223,7 @@ func newView(r *Report) *view {
 		v.Comparisons = append(v.Comparisons, newCheckRow(c, r.MetricDocs))
 	}
 	for _, e := range r.Evidence {
-		row := evidenceRow{Incident: strings.TrimSpace(e.Incident), Metric: e.Metric}
+		row := newEvidenceRow(e)
 		for _, name := range v.EvidenceCol {
 			if x, ok := e.Observed[name]; ok {
 				row.Values = append(row.Values, verdict.FormatValue(float64(x)))
@@ -233,7 +255,7 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 		Verdict:     verdictWord(vr.Verdict),
 		Class:       verdictClass(vr.Verdict),
 		Expect:      orDash(string(vr.Expect)),
-		Reason:      vr.Reason,
+		Reason:      variantWhy(vr),
 		LogDir:      vr.LogDir,
 		Workload:    factRows(vr.Facts),
 	}
@@ -274,16 +296,18 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 	if vv.Who == "" {
 		vv.Who, vv.WhoAll = "Client", "Clients"
 	}
+	charged := peaks(vr, instances.SeriesMemory)
 	for _, c := range vr.Clients {
 		vv.Clients = append(vv.Clients, clientRow{
-			ID:         c.ID,
-			Starts:     strconv.Itoa(c.Starts),
-			Exits:      fmtExits(c.Exits),
-			OOMKills:   strconv.Itoa(c.OOMKills),
-			PeakRSS:    verdict.FormatValue(c.PeakRSSMB),
-			Requests:   strconv.FormatInt(c.Requests, 10),
-			Reconnects: strconv.FormatInt(c.Reconnect, 10),
-			Log:        c.Log,
+			PeakCharged: charged(c.ID),
+			ID:          c.ID,
+			Starts:      strconv.Itoa(c.Starts),
+			Exits:       fmtExits(c.Exits),
+			OOMKills:    strconv.Itoa(c.OOMKills),
+			PeakRSS:     verdict.FormatValue(c.PeakRSSMB),
+			Requests:    strconv.FormatInt(c.Requests, 10),
+			Reconnects:  strconv.FormatInt(c.Reconnect, 10),
+			Log:         c.Log,
 		})
 	}
 	return vv
@@ -312,6 +336,8 @@ func newCheckRow(c verdict.Check, docs map[string]string) checkRow {
 		MetricHelp:  docs[c.Metric],
 		Want:        strings.TrimSpace(c.Op + " " + verdict.FormatValue(c.Threshold)),
 		Observed:    verdict.FormatValue(float64(c.Observed)),
+		Margin:      c.MarginText(),
+		Near:        c.Near(),
 	}
 	switch {
 	case c.Missing && c.Optional:
@@ -371,7 +397,7 @@ var howToRead = []string{
 	"The verdict at the top combines the variants. Each variant is judged against the scenario's hypotheses: properties a healthy system keeps (e.g. a bounded number of outstanding requests). A variant that breaks any hypothesis is VIOLATED; one that keeps all of them HELD.",
 	"A scenario usually has a vulnerable variant, expected to be violated the way the incident was, and a mitigated one, expected to hold. When every variant reaches its expected verdict and every comparison between them holds, the run REPRODUCED the incident. VIOLATED means a variant expected to hold did not; HELD means the vulnerable variant did not break; INCONCLUSIVE means a measurement was missing or a comparison failed.",
 	"Observed values are the figures derived from the sampled series; \"never\" means the condition was never reached during the run (e.g. the mirrors never became fresh again), \"n/a\" that it was not measured.",
-	"The evidence table sets what the incident write-up says next to what each variant measured. The charts show the raw series: time runs in seconds from the start of each variant, shaded bands are the injected faults, and the charts of one row share their y axis so that the variants compare at a glance.",
+	"The evidence table sets what the incident write-up says next to what each variant measured. The charts show the raw series: time runs from the start of each variant's first fault (or of the variant, without a fault), shaded bands are the injected faults, a break in a line is a time with no sample, and the charts of one row share their axes so that the variants compare at a glance. Memory is drawn as the kernel charges it to each client's cgroup, the figure the memory limit is enforced on.",
 	"report.json holds everything shown here; chaoslab can re-check it against a changed scenario (new thresholds, new hypotheses) without running it again.",
 }
 
@@ -462,4 +488,65 @@ func paren(s string) string {
 		return ""
 	}
 	return "(" + s + ")"
+}
+
+// newEvidenceRow words an evidence row's figure and agreement the way the
+// sim report's incident table does: through an IncidentRow.
+func newEvidenceRow(e EvidenceRow) evidenceRow {
+	row := evidenceRow{Incident: strings.TrimSpace(e.Incident), Metric: e.Metric, Published: orDash(e.Published), Variant: orDash(e.Variant), Band: "—", Result: "not judged"}
+	if e.Low == nil || e.High == nil {
+		if e.Published == "" {
+			row.Result = "no figure"
+		}
+		return row
+	}
+	inc := IncidentRow{Low: *e.Low, High: *e.High, Matches: e.Matches != nil && *e.Matches}
+	iv := newIncidentView(inc)
+	row.Band = iv.Band
+	if e.Matches != nil {
+		row.Result, row.Class = iv.Result, iv.Class
+	}
+	return row
+}
+
+// logLink is a client's log as a link from the report: the path recorded
+// when the file is there (or nothing can be checked), else the file of
+// that name in the variant's log folder (a path recorded relative to the
+// variant's folder rather than the run's).
+func logLink(dir, logDir, p string) string {
+	if p == "" || logDir == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			return p
+		}
+	}
+	if strings.HasPrefix(p, strings.TrimSuffix(logDir, "/")+"/") {
+		return p
+	}
+	return path.Join(logDir, path.Base(filepath.ToSlash(p)))
+}
+
+// peaks gives each source's peak of a series ("—" for none).
+func peaks(vr *VariantResult, name string) func(source string) string {
+	top := map[string]float64{}
+	for _, s := range vr.Series {
+		if s == nil || s.Name != name {
+			continue
+		}
+		for _, p := range s.Points {
+			if y := float64(p.V); finite(y) {
+				if old, ok := top[s.Source]; !ok || y > old {
+					top[s.Source] = y
+				}
+			}
+		}
+	}
+	return func(source string) string {
+		if y, ok := top[source]; ok {
+			return verdict.FormatValue(y)
+		}
+		return "—"
+	}
 }

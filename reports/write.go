@@ -14,6 +14,7 @@ func Write(r *Report, dir string) error {
 	if r == nil {
 		return errors.New("write report: no report")
 	}
+	r.Rerun = rerunCommand(r)
 	if err := r.Save(dir); err != nil {
 		return wrapWrite(err)
 	}
@@ -26,6 +27,7 @@ func Write(r *Report, dir string) error {
 		return wrapWrite(err)
 	}
 	v.Charts = charts
+	v.ChartNote = alignOnFirstFault(r).note()
 	page, err := htmlPage(v)
 	if err != nil {
 		return wrapWrite(fmt.Errorf("render index.html: %w", err))

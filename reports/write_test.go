@@ -52,8 +52,8 @@ func testScenario() *scenarios.Scenario {
 		Expect: map[string]string{"vulnerable": "violated", "mitigated": "held"},
 		Evidence: []scenarios.Evidence{
 			{Incident: "refresh requests pile up at the overloaded leader", Metric: "servers.outstanding_requests.max"},
-			{Incident: "the proxy layer starts hitting out-of-memory conditions", Metric: "clients.oom_kills"},
-			{Incident: "no deployment in the region can be reached for twenty minutes", Metric: "clients.fresh_after_fault_s"},
+			{Incident: "the proxy layer starts hitting out-of-memory conditions", Metric: "clients.oom_kills", Published: "repeated OOM kills (no figure)", Variant: "vulnerable", Low: ptr(1.0)},
+			{Incident: "no deployment in the region can be reached for twenty minutes", Metric: "clients.fresh_after_fault_s", Number: "full_outage_duration", Variant: "vulnerable", Low: ptr(30.0)},
 		},
 	}
 }
@@ -236,7 +236,7 @@ func testReport(t *testing.T) *Report {
 				row.Observed[name] = verdict.Float(x)
 			}
 		}
-		r.Evidence = append(r.Evidence, row)
+		r.Evidence = append(r.Evidence, r.judgeEvidence(row, e))
 	}
 	r.Verdict, r.Reason = verdict.Scenario(outcomes, r.Comparisons)
 	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
@@ -323,8 +323,11 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	require.Contains(t, md, "peak-ratio")
 	require.Contains(t, md, "```sh\n"+r.Rerun+"\n```")
-	require.Contains(t, md, "| What the incident says | Metric | vulnerable | mitigated |")
-	require.Contains(t, md, "| **fresh-again** — every mirror is fresh within 30 s of the fault ending | `clients.fresh_after_fault_s` | <= 30 | never | **violated** |")
+	require.Contains(t, md, "| What the write-up says | The write-up's figure | Metric | vulnerable | mitigated | Set against | Agreement band | Match |")
+	require.Contains(t, md, "| the proxy layer starts hitting out-of-memory conditions | repeated OOM kills (no figure) | `clients.oom_kills` | 3 | 0 | vulnerable | 1 – ∞ | matches |")
+	require.Contains(t, md, "| no deployment in the region can be reached for twenty minutes | about 20 minutes (full_outage_duration in the case record) | `clients.fresh_after_fault_s` | never | 12 | vulnerable | 30 – ∞ | matches |")
+	require.Contains(t, md, "| `servers.outstanding_requests.max` | 4200 | 180 | — | — | no figure |")
+	require.Contains(t, md, "| **fresh-again** — every mirror is fresh within 30 s of the fault ending | `clients.fresh_after_fault_s` | <= 30 | never |  | **violated** |")
 	require.Contains(t, md, "11010 znodes under /proxies") // 10 + 10·100 + 10·100·10
 	require.Contains(t, md, "OOM kill")
 	require.Contains(t, md, "leader change")
@@ -467,12 +470,16 @@ func TestSummary(t *testing.T) {
 	for _, h := range r.Scenario.Hypotheses {
 		n := 0
 		for _, line := range strings.Split(s, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "✓ "+h.ID+":") || strings.HasPrefix(strings.TrimSpace(line), "✗ "+h.ID+":") {
-				n++
+			l := strings.TrimSpace(line)
+			for _, mark := range []string{"✓ ", "✗ ", "• broke, as expected: "} {
+				if strings.HasPrefix(l, mark+h.ID+":") {
+					n++
+				}
 			}
 		}
 		require.Equal(t, 2, n, h.ID) // one line per variant
 	}
+	require.Contains(t, s, "• broke, as expected:", "an expected violation is not marked as a failure")
 	require.Contains(t, s, "clients.fresh_after_fault_s = never")
 	require.Contains(t, s, "peak-ratio")
 	require.Contains(t, s, filepath.Join(dir, "index.html"))
@@ -609,3 +616,5 @@ func TestRepeatAndJUnit(t *testing.T) {
 	require.Equal(t, 1, back.Suites[1].Failures, "the mitigated variant's verdict")
 	require.Contains(t, string(raw), `classname="il-0587-zk-treecache-reconnect-storm.vulnerable"`)
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -67,7 +67,8 @@ func ClientVariantName(s *Scenario, p lab.ClientProgram) string {
 	if name == "" && p.Image != "" {
 		name = filepath.Base(strings.Split(p.Image, ":")[0])
 	}
-	name = strings.Trim(nonName.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	name = nonName.ReplaceAllString(strings.ToLower(name), "-")
+	name = strings.Trim(name[:min(len(name), MaxVariantLen-len("-client"))], "-") // room for one "-client"
 	if name == "" {
 		name = "client"
 	}

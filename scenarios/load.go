@@ -10,12 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 //go:embed *.yaml
@@ -113,9 +117,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	syntaxErr := func(err error) error {
-		line := yamlErrLine(err)
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		msg = strings.TrimPrefix(msg, fmt.Sprintf("line %d: ", line)) // the location says it
+		line, msg := diagnoseSyntax(data, err)
 		return Errors{{File: file, Line: line, Msg: "parse YAML: " + msg}}
 	}
 	if err := dec.Decode(&doc); err != nil {
@@ -164,9 +166,14 @@ func Parse(file string, data []byte) (*Scenario, error) {
 }
 
 type checker struct {
-	file string
-	errs Errors
+	file   string
+	errs   Errors
+	visits int // values walked, aliases expanded
 }
+
+// maxVisits bounds the values a document expands to: a scenario has a few
+// hundred, and aliases of aliases grow exponentially.
+const maxVisits = 100000
 
 func (c *checker) add(n *yaml.Node, field, format string, args ...any) {
 	line := 0
@@ -190,6 +197,12 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
+	if c.visits++; c.visits > maxVisits {
+		if c.visits == maxVisits+1 {
+			c.add(n, path, "the document expands to more than %d values (aliases of aliases?)", maxVisits)
+		}
+		return
+	}
 	if n.Tag == "!!null" {
 		return
 	}
@@ -201,9 +214,7 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 			c.add(n, path, "want a duration like 10s")
 			return
 		}
-		if _, err := time.ParseDuration(n.Value); err != nil {
-			c.add(n, path, "not a duration (like 10s or 1m30s): %q", n.Value)
-		}
+		c.duration(n, path)
 		return
 	}
 	switch t.Kind() {
@@ -237,6 +248,7 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 			seen[k.Value] = true
 			c.walk(v, f.Type, p)
 		}
+		c.required(n, t, path, seen)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			c.add(n, path, "want a mapping")
@@ -277,6 +289,60 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 			c.add(n, path, "want a number, got %s", found(n))
 		}
 	}
+}
+
+// duration checks a duration's form as the schema gives it
+// (DurationPattern, or 0) and its range.
+func (c *checker) duration(n *yaml.Node, path string) {
+	d, err := time.ParseDuration(n.Value)
+	switch {
+	case n.Value == "0":
+	case err != nil:
+		c.add(n, path, "not a duration (like 10s or 1m30s): %q", n.Value)
+	case d < 0:
+		c.add(n, path, "%q is negative: a duration is 0s or more", n.Value)
+	case !durationRE.MatchString(n.Value):
+		c.add(n, path, "not a duration (like 10s or 1m30s): %q", n.Value)
+	case d > lab.MaxDuration:
+		c.add(n, path, "%s is more than %s: a replay of an outage, not a soak test", n.Value, lab.MaxDuration)
+	}
+}
+
+var durationRE = regexp.MustCompile(DurationPattern)
+
+// required reports the keys of a struct that the schema requires
+// (jsonschema:"required") and the mapping n lacks, at n's line.
+func (c *checker) required(n *yaml.Node, t reflect.Type, path string, seen map[string]bool) {
+	for _, f := range yamlFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if seen[name] || !slices.Contains(strings.Split(f.Tag.Get("jsonschema"), ","), "required") {
+			continue
+		}
+		msg := "required"
+		if h, ok := requiredHints[join(strings.TrimRightFunc(path, isIndex), name)]; ok {
+			msg += ": " + h
+		}
+		c.add(n, join(path, name), "%s", msg)
+	}
+}
+
+// isIndex is true for the characters of a list index ("[0]").
+func isIndex(r rune) bool { return r == ']' || r == '[' || (r >= '0' && r <= '9') }
+
+// requiredHints say what a missing key is for.
+var requiredHints = map[string]string{
+	"id":                       "the scenario's name, like il-0587-zk-treecache-reconnect-storm",
+	"case":                     "the case record it replays: a built-in id (IL-0587) or a path to your own record file",
+	"system":                   "the system under test (zookeeper, etcd or consul)",
+	"workload":                 "the clients' workload: its kind and the kind's settings",
+	"timeline":                 "warmup, faults and observe",
+	"variants":                 "at least one variant, each with a description",
+	"hypotheses":               "at least one property to judge each variant by",
+	"expect":                   "the verdict each variant should reach (held or violated)",
+	"timeline.warmup":          "how long the workload runs before the first fault (like 30s)",
+	"timeline.faults":          "at least one fault step",
+	"timeline.observe":         "how long measuring goes on after the last fault ends (like 30s)",
+	"timeline.faults.duration": "how long the fault lasts (like 15s)",
 }
 
 // yamlFields are a struct's fields as YAML keys, with ",inline" embedded

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 	"github.com/chaoslab/chaoslab/harness/zkmirror"
@@ -255,22 +256,92 @@ func TestTopologyForVariant(t *testing.T) {
 	require.Equal(t, 3, mit.(*zookeeper.Topology).Servers)
 }
 
+// replaceSteps is small with a rolling replacement for its timeline.
+func replaceSteps(t *testing.T, variant string) string {
+	t.Helper()
+	text := edit(t, small, "      fault: pause\n      target: leader\n      duration: 15s\n", `      fault: replace
+      target: member:zk1
+      duration: 5s
+      params:
+        gate: shallow
+        on_timeout: proceed
+    - at: 5s
+      fault: replace
+      target: member:zk2
+      duration: 5s
+`)
+	return edit(t, text, "      strategy: paced\n      window: 8\n", "      strategy: paced\n      window: 8\n"+variant)
+}
+
+func TestFaultsForVariant(t *testing.T) {
+	// A variant may change its fault steps' parameters (IL-0277: the
+	// mitigated procedure waits for a deep gate and stops on a timeout).
+	text := replaceSteps(t, `    timeline:
+      faults:
+        - step: 1
+          params:
+            gate: deep
+            gate_timeout: 90s
+            on_timeout: stop
+`)
+	s, err := scenarios.Parse("steps.yaml", []byte(text))
+	require.NoError(t, err)
+	mit, err := s.FaultsFor("mitigated")
+	require.NoError(t, err)
+	vul, err := s.FaultsFor("vulnerable")
+	require.NoError(t, err)
+	require.Len(t, mit, 2)
+	require.Equal(t, map[string]any{"gate": "deep", "gate_timeout": "90s", "on_timeout": "stop"}, mit[0].ParamsMap())
+	require.Equal(t, map[string]any{"gate": "shallow", "on_timeout": "proceed"}, vul[0].ParamsMap(), "the scenario's")
+	require.Equal(t, "member:zk1", mit[0].Target, "when and whom stay the scenario's")
+	require.Nil(t, mit[1].ParamsMap(), "a step no variant changes")
+	f, err := mit[0].NewFault()
+	require.NoError(t, err)
+	require.Equal(t, faults.GateDeep, f.(*faults.Replace).Gate)
+	require.Equal(t, map[string]any{"gate": "shallow", "on_timeout": "proceed"}, s.Timeline.Faults[0].ParamsMap(), "the scenario's own steps are not changed")
+	_, err = s.FaultsFor("nope")
+	require.Error(t, err)
+
+	// Every problem of an override names its line and field.
+	for _, tc := range []struct{ over, want string }{
+		{"    timeline:\n      faults:\n        - step: 3\n          params: {gate: deep}\n",
+			"variants.mitigated.timeline.faults[0].step: no fault step 3: timeline.faults has 2"},
+		{"    timeline:\n      faults:\n        - step: 1\n          params: {gate: thorough}\n",
+			`variants.mitigated.timeline.faults[0].params.gate: want none, shallow or deep, got "thorough"`},
+		{"    timeline:\n      faults:\n        - step: 1\n          params: {gait: deep}\n",
+			"variants.mitigated.timeline.faults[0].params.gait: unknown field"},
+		{"    timeline:\n      faults:\n        - step: 1\n          params: {gate: deep}\n        - step: 1\n          params: {on_timeout: stop}\n",
+			"variants.mitigated.timeline.faults[1].step: step 1 is changed twice"},
+		{"    timeline:\n      faults: []\n", "variants.mitigated.timeline.faults: want at least one step"},
+		{"    timeline:\n      faults:\n        - params: {gate: deep}\n", "variants.mitigated.timeline.faults[0].step: required"},
+		{"    timeline:\n      warmup: 10s\n      faults:\n        - step: 1\n          params: {gate: deep}\n", "variants.mitigated.timeline.warmup: unknown field"},
+	} {
+		_, err := scenarios.Parse("steps.yaml", []byte(replaceSteps(t, tc.over)))
+		require.Error(t, err, tc.over)
+		require.Contains(t, err.Error(), tc.want)
+		var es scenarios.Errors
+		require.ErrorAs(t, err, &es)
+		for _, e := range es {
+			require.Positive(t, e.Line, "%v", e)
+		}
+	}
+}
+
 func TestRunLength(t *testing.T) {
 	s, err := scenarios.Parse("small.yaml", []byte(small))
 	require.NoError(t, err)
 	require.Equal(t, 75*time.Second, s.RunLength(), "30s warm-up + 15s pause + 30s observe")
 
-	// The run lasts until the fault that ends last has ended, whatever
-	// the order of the list.
+	// The run lasts until the fault that ends last has ended.
 	text := edit(t, small, "      duration: 15s\n", `      duration: 15s
-    - at: 40s
-      fault: kill-restart
-      target: follower
-      duration: 5s
     - at: 20s
       fault: pause
       target: any
       duration: 10s
+    - at: 40s
+      fault: kill-restart
+      target: follower
+      duration: 5s
 `)
 	s, err = scenarios.Parse("small.yaml", []byte(text))
 	require.NoError(t, err)
@@ -360,7 +431,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "fault: pause", "fault: meteor"),
 		at:    "fault: meteor",
 		field: "timeline.faults[0].fault",
-		msg:   `unknown fault "meteor" (known: add-capacity, cpu-throttle, disconnect, kill-restart, pause, replace, restart-fleet)`,
+		msg:   `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, disconnect, kill-restart, pause, replace, restart-fleet, stop)`,
 	}, {
 		name:  "unknown metric in a hypothesis",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
@@ -372,7 +443,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(clients.joy)@from-fault"),
 		at:    "clients.joy",
 		field: "hypotheses[0].metric",
-		msg:   `max(clients.joy)@from-fault: unknown series "clients.joy" (known: cluster.leader, server.outstanding_requests, server.avg_latency_ms, server.connections, client.pending, client.rss_mb, client.stale_s, client.reconnects, client.connected, client.completed, client.server_outstanding, client.server_requests, client.server_connections, client.os_rss_mb, client.threads, client.cpu_s)`,
+		msg:   `max(clients.joy)@from-fault: unknown series "clients.joy" (known: ` + knownSeries(t) + ")",
 	}, {
 		name:  "a reducer with a bad window",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(client.pending)@tomorrow"),
@@ -390,7 +461,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "      fault: pause\n      target: leader\n      duration: 15s\n", "      fault: cpu-throttle\n      target: leader\n      duration: 15s\n      params:\n        cores: 0\n"),
 		at:    "cores: 0",
 		field: "timeline.faults[0].params.cores",
-		msg:   "want > 0, got 0",
+		msg:   "0 is below 0.01 CPUs, the least the kernel's CPU quota and the container engine give",
 	}, {
 		name:  "a kind that does not run on the system",
 		text:  edit(t, small, "kind: zk-tree-mirror", "kind: kinesis-frontend"),
@@ -402,7 +473,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "kind: zk-tree-mirror", "kind: zk-tree-hugger"),
 		at:    "kind: zk-tree-hugger",
 		field: "workload.kind",
-		msg:   `unknown workload kind "zk-tree-hugger" (known: exec, kinesis-frontend, zk-tree-mirror)`,
+		msg:   `unknown workload kind "zk-tree-hugger" (known: exec, kinesis-frontend, rails-db-lb, zk-tree-mirror)`,
 	}, {
 		name:  "an unknown system",
 		text:  edit(t, small, "system: zookeeper", "system: chubby"),
@@ -438,7 +509,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "window: 8", "windw: 8"),
 		at:    "windw:",
 		field: "variants.mitigated.workload.windw",
-		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
+		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
 	}, {
 		name:  "variant workload with a wrong kind",
 		text:  edit(t, small, "window: 8", "window: eight"),
@@ -473,7 +544,7 @@ func TestParseErrors(t *testing.T) {
 		text: edit(t, small, "title: ZooKeeper leader stall sets off a refresh storm",
 			"title: ZooKeeper leader stall: a refresh storm"),
 		at:  "title:",
-		msg: "parse YAML: mapping values are not allowed in this context",
+		msg: "parse YAML: mapping values are not allowed in this context (" + colonHint + ")",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -509,7 +580,7 @@ func TestParseErrorText(t *testing.T) {
 	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: `+targets)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
-	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
 
 	// Reported once, by the walk, not again when the override is applied.
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))
@@ -520,7 +591,7 @@ func TestParseErrorText(t *testing.T) {
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "title: ZooKeeper leader stall sets off a refresh storm",
 		"title: ZooKeeper leader stall: a refresh storm")))
-	require.EqualError(t, err, "scenarios/broken.yaml:3: parse YAML: mapping values are not allowed in this context")
+	require.EqualError(t, err, "scenarios/broken.yaml:3: parse YAML: mapping values are not allowed in this context ("+colonHint+")")
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", nil)
 	require.EqualError(t, err, "scenarios/broken.yaml: empty document")
@@ -625,6 +696,22 @@ func TestFleetErrors(t *testing.T) {
 
 // targets is the error of an unknown target in a zookeeper scenario.
 const targets = `unknown target "president" (known: leader, follower, observer, member, any, server, leaders, followers, observers, members, servers, clients, member:NAME, each with :N, :N% or :all)`
+
+// colonHint explains the parser's "mapping values are not allowed".
+const colonHint = `a ": " inside a value that is not quoted: put the value in quotes, or indent the key under its parent`
+
+// knownSeries lists the series a zookeeper tree-mirror scenario names.
+func knownSeries(t *testing.T) string {
+	sys, err := lab.GetSystem("zookeeper")
+	require.NoError(t, err)
+	k, err := lab.GetKind("zk-tree-mirror")
+	require.NoError(t, err)
+	var names []string
+	for _, s := range scenarios.Series(sys, k) {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
+}
 
 // knownMetrics lists the metrics a zookeeper tree-mirror scenario names.
 func knownMetrics(t *testing.T) string {

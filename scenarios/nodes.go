@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -98,19 +99,20 @@ func decode(n *yaml.Node, into any) error {
 
 // settings checks a node against a plug-in's settings type (unknown keys,
 // wrong kinds), decodes it and checks the values; every problem is
-// reported at its line, below path.
-func (c *checker) settings(n *yaml.Node, into any, path string) {
+// reported at its line, below path. It returns the decoded settings when
+// they are valid (nil otherwise, or when into is not lab.Settings).
+func (c *checker) settings(n *yaml.Node, into any, path string) lab.Settings {
 	before := len(c.errs)
 	if n != nil && n.Kind != 0 {
 		c.walk(n, reflect.TypeOf(into), path)
 	}
 	if len(c.errs) > before {
-		return
+		return nil
 	}
 	if n != nil && n.Kind != 0 && n.Tag != "!!null" {
 		if err := n.Decode(into); err != nil {
 			c.add(n, path, "%v", err)
-			return
+			return nil
 		}
 	}
 	var ps []lab.Problem
@@ -127,6 +129,11 @@ func (c *checker) settings(n *yaml.Node, into any, path string) {
 		}
 		c.add(at, join(path, p.Field), "%s", p.Msg)
 	}
+	st, _ := into.(lab.Settings)
+	if len(c.errs) > before {
+		return nil
+	}
+	return st
 }
 
 // walkPlugins checks the structure of the parts the plug-ins own (the
@@ -171,6 +178,34 @@ func (c *checker) walkPlugins(root *yaml.Node) {
 		if f, err := faults.New(name); err == nil {
 			if params := valueOf(st, "params"); params != nil {
 				c.walk(params, reflect.TypeOf(f), fmt.Sprintf("timeline.faults[%d].params", i))
+			}
+		}
+	}
+	c.walkOverrides(valueOf(root, "variants"), steps)
+}
+
+// walkOverrides checks the structure of the variants' fault parameters
+// against the faults of the steps they change (a step that does not
+// exist is left to validate, which says so).
+func (c *checker) walkOverrides(vs, steps *yaml.Node) {
+	if vs == nil || vs.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(vs.Content); i += 2 {
+		ovs := valueOf(valueOf(vs.Content[i+1], "timeline"), "faults")
+		if ovs == nil || ovs.Kind != yaml.SequenceNode {
+			continue
+		}
+		for j, o := range ovs.Content {
+			step, _ := scalar(o, "step")
+			n, err := strconv.Atoi(step)
+			params := valueOf(o, "params")
+			if err != nil || n < 1 || n > len(steps.Content) || params == nil {
+				continue
+			}
+			name, _ := scalar(steps.Content[n-1], "fault")
+			if f, err := faults.New(name); err == nil {
+				c.walk(params, reflect.TypeOf(f), fmt.Sprintf("variants.%s.timeline.faults[%d].params", vs.Content[i].Value, j))
 			}
 		}
 	}

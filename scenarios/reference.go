@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
-
-	"github.com/invopop/jsonschema"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -30,7 +27,7 @@ func Reference(srcRoot string) ([]byte, error) {
 	for _, name := range lab.SystemNames() {
 		sys, _ := lab.GetSystem(name)
 		p("### %s\n\nRoles: %s. Sampled every %s.\n\n", name, strings.Join(sys.Roles(), ", "), sys.SampleEvery())
-		settingsTable(&b, settingsSchema(r, sys.NewTopology()), "")
+		writeSettings(&b, settingRows(settingsSchema(r, sys.NewTopology()), ""))
 		seriesAndMetrics(&b, sys.Series(), sys.Metrics())
 	}
 	p("## Workload kinds (`workload.kind`)\n\n")
@@ -42,44 +39,32 @@ func Reference(srcRoot string) ([]byte, error) {
 			groups = "`" + strings.Join(k.Groups(), "`, `") + "`"
 		}
 		p("### %s\n\nRuns against %s; its instances are %s (one %s); fault target groups: %s.\n\n", name, strings.Join(k.Systems(), ", "), many, one, groups)
-		settingsTable(&b, settingsSchema(r, k.NewSettings()), "")
+		writeSettings(&b, settingRows(settingsSchema(r, k.NewSettings()), ""))
 		seriesAndMetrics(&b, k.Series(), k.Metrics())
 	}
 	p("## Faults (`timeline.faults[].fault` and `params`)\n\n")
 	for _, name := range faults.Names() {
 		f, _ := faults.New(name)
-		s := settingsSchema(r, f)
-		p("### %s\n\n%s\n\n", name, strings.TrimSpace(s.Description))
-		if s.Properties == nil || s.Properties.Len() == 0 {
+		d := faultDoc(name, settingsSchema(r, f))
+		p("### %s\n\n%s\n\n", name, d.Doc)
+		if len(d.Params) == 0 {
 			p("No parameters.\n\n")
 			continue
 		}
-		settingsTable(&b, s, "")
+		writeSettings(&b, d.Params)
 	}
 	p("## The pipeline's own series and metrics (every scenario)\n\n")
 	seriesAndMetrics(&b, lab.PipelineSeries(), lab.PipelineMetrics())
 	return b.Bytes(), nil
 }
 
-// settingsTable lists a settings schema's properties, nested ones by path.
-func settingsTable(b *bytes.Buffer, s *jsonschema.Schema, prefix string) {
-	if prefix == "" {
-		b.WriteString("| key | default | meaning |\n|---|---|---|\n")
+// writeSettings is a table of settings.
+func writeSettings(b *bytes.Buffer, rows []Setting) {
+	b.WriteString("| key | default | meaning |\n|---|---|---|\n")
+	for _, s := range rows {
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", s.Key, defaultText(s.Default), cell(s.Doc))
 	}
-	if s.Properties == nil {
-		return
-	}
-	for pr := s.Properties.Oldest(); pr != nil; pr = pr.Next() {
-		key, v := prefix+pr.Key, pr.Value
-		if v.Properties != nil && v.Properties.Len() > 0 {
-			settingsTable(b, v, key+".")
-			continue
-		}
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", key, defaultText(v.Default), cell(v.Description))
-	}
-	if prefix == "" {
-		b.WriteString("\n")
-	}
+	b.WriteString("\n")
 }
 
 func seriesAndMetrics(b *bytes.Buffer, series []lab.SeriesDef, metrics []lab.MetricDef) {
@@ -93,13 +78,11 @@ func seriesAndMetrics(b *bytes.Buffer, series []lab.SeriesDef, metrics []lab.Met
 	if len(metrics) == 0 {
 		return
 	}
-	ms := append([]lab.MetricDef(nil), metrics...)
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
 	b.WriteString("| metric | unit | how | meaning |\n|---|---|---|---|\n")
-	for _, m := range ms {
-		how := "computed"
-		if m.Reducer != nil {
-			how = "`" + m.Reducer.Name() + "`"
+	for _, m := range MetricDocs(metrics) {
+		how := m.How
+		if how != "computed" {
+			how = "`" + how + "`"
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", m.Name, m.Unit, how, cell(m.Doc))
 	}

@@ -59,7 +59,14 @@ type Scenario struct {
 	Source string `yaml:"-" json:"source,omitempty"`
 	// kind is the workload's kind, once loaded.
 	kind string
+	// caseFile is the case record's file when Case is a path to one.
+	caseFile string
 }
+
+// CaseFile is the path of the case record when the scenario names a
+// record file of its own (case: ./my-case.yaml), resolved against the
+// scenario's folder; "" for a case id.
+func (s *Scenario) CaseFile() string { return s.caseFile }
 
 // Timeline is the fault timeline of a variant run.
 type Timeline struct {
@@ -98,6 +105,26 @@ type Variant struct {
 	Workload yaml.Node `yaml:"workload,omitempty" json:"-"`
 	// Topology settings set here override the scenario's, the same way.
 	Topology map[string]yaml.Node `yaml:"topology,omitempty" json:"-"`
+	// Timeline changes the parameters of the scenario's fault steps for
+	// this variant (a procedure's gate, what the operator does on a
+	// timeout); when, what and whom each step hits stay the scenario's.
+	Timeline *VariantTimeline `yaml:"timeline,omitempty" json:"timeline,omitempty"`
+}
+
+// VariantTimeline is what a variant changes in the fault timeline.
+type VariantTimeline struct {
+	// Faults are parameter overrides, each for one step of the scenario's
+	// timeline.faults.
+	Faults []StepOverride `yaml:"faults" json:"faults" jsonschema:"required,minItems=1"`
+}
+
+// StepOverride sets parameters of one fault step for a variant.
+type StepOverride struct {
+	// Step is the fault step it changes: 1 for the first of
+	// timeline.faults, 2 for the second...
+	Step int `yaml:"step" json:"step" jsonschema:"required,minimum=1"`
+	// Params override the step's parameters: mappings merge key by key.
+	Params yaml.Node `yaml:"params" json:"-" jsonschema:"required"`
 }
 
 // Hypothesis is a property that should hold in a run.
@@ -143,6 +170,17 @@ type Evidence struct {
 	Incident string `yaml:"incident" json:"incident" jsonschema:"required"`
 	// Metric is the measurement that shows it in a run (as in a hypothesis).
 	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
+	// Published is the write-up's own figure, as the write-up gives it
+	// ("about 20 minutes", "repeated OOM kills (no figure)"); Number names
+	// it in the case record instead (seeds/<id>.yaml numbers).
+	Published string `yaml:"published,omitempty" json:"published,omitempty"`
+	Number    string `yaml:"number,omitempty" json:"number,omitempty"`
+	// Variant is the variant whose measurement is set against the
+	// write-up's figure; Low and High bound the measurements that agree
+	// with it (inclusive; no High: no upper bound).
+	Variant string   `yaml:"variant,omitempty" json:"variant,omitempty"`
+	Low     *float64 `yaml:"low,omitempty" json:"low,omitempty"`
+	High    *float64 `yaml:"high,omitempty" json:"high,omitempty"`
 }
 
 // Duration is a time.Duration written as "10s", "1m30s" (lab.Duration).
@@ -186,6 +224,27 @@ func (s *Scenario) TopologyFor(variant string) (lab.Settings, error) {
 		return nil, fmt.Errorf("scenario %s: variant %s: topology: %w", s.ID, variant, err)
 	}
 	return st, nil
+}
+
+// FaultsFor is a variant's fault steps: the scenario's, with the
+// variant's parameter overrides merged into the steps they name.
+func (s *Scenario) FaultsFor(variant string) ([]FaultStep, error) {
+	v, ok := s.Variants[variant]
+	if !ok {
+		return nil, fmt.Errorf("scenario %s: no variant %q", s.ID, variant)
+	}
+	steps := slices.Clone(s.Timeline.Faults)
+	if v.Timeline == nil {
+		return steps, nil
+	}
+	for _, o := range v.Timeline.Faults {
+		if o.Step < 1 || o.Step > len(steps) {
+			return nil, fmt.Errorf("scenario %s: variant %s: no fault step %d (the timeline has %d)", s.ID, variant, o.Step, len(steps))
+		}
+		st := &steps[o.Step-1]
+		st.Params = *merge(&st.Params, &o.Params)
+	}
+	return steps, nil
 }
 
 // NewFault is the step's fault, built from its parameters.

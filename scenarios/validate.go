@@ -2,13 +2,16 @@ package scenarios
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/seeds"
 )
 
 // validate checks the values of a decoded scenario, asking the plug-in
@@ -20,13 +23,16 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 		}
 	}
 	need(s.ID != "", "id", "required")
+	if s.ID != "" {
+		c.msg(lookup(root, "id"), "id", lab.CheckName(s.ID, MaxIDLen))
+	}
 	need(s.Title != "", "title", "required")
+	need(!strings.Contains(strings.TrimSpace(s.Title), "\n"), "title", "want one line: it heads listings and the report")
 	need(s.Description != "", "description", "required")
-	need(s.Case != "", "case", "required: the id of a case record in seeds/")
-	if s.Case != "" && CaseChecker != nil {
-		if err := CaseChecker(s.Case); err != nil {
-			c.add(lookup(root, "case"), "case", "%v", err)
-		}
+	c.checkCase(s, root)
+	if s.System == "" {
+		c.add(lookup(root, "system"), "system", "required: the system under test (known: %s)", strings.Join(lab.SystemNames(), ", "))
+		return
 	}
 	sys, err := lab.GetSystem(s.System)
 	if err != nil {
@@ -41,7 +47,11 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 	if k == nil {
 		return
 	}
+	before := len(c.errs)
 	c.timeline(s, sys, k, root, need)
+	if len(c.errs) == before {
+		c.variantTimelines(s, root)
+	}
 	c.judgement(s, sys, k, root, need)
 }
 
@@ -49,7 +59,11 @@ func (c *checker) validate(s *Scenario, root *yaml.Node) {
 func (c *checker) kind(s *Scenario, sys lab.System, root *yaml.Node) lab.Kind {
 	name, at := scalar(&s.Workload, "kind")
 	if s.Workload.Kind != yaml.MappingNode {
-		c.add(lookup(root, "workload"), "workload", "want a mapping with a kind")
+		c.add(lookup(root, "workload"), "workload", "want a mapping with a kind (known: %s)", strings.Join(lab.KindNames(), ", "))
+		return nil
+	}
+	if at == nil {
+		c.add(&s.Workload, "workload.kind", "required: the workload's kind (known: %s)", strings.Join(lab.KindNames(), ", "))
 		return nil
 	}
 	k, err := lab.GetKind(name)
@@ -74,9 +88,11 @@ func (c *checker) variants(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 	base := s.Topology[s.System]
 	baseWork := withoutKey(&s.Workload, "kind")
 	before := len(c.errs)
-	c.settings(&base, sys.NewTopology(), "topology."+s.System)
+	topo := c.settings(&base, sys.NewTopology(), "topology."+s.System)
 	if k != nil {
-		c.settings(baseWork, k.NewSettings(), "workload")
+		st := c.settings(baseWork, k.NewSettings(), "workload")
+		c.warmup(baseWork, st, s, "workload")
+		c.fits(baseWork, st, topo, "workload")
 	}
 	if len(c.errs) > before {
 		return // each variant would repeat the same errors
@@ -84,12 +100,13 @@ func (c *checker) variants(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 	for _, name := range s.VariantNames() {
 		v := s.Variants[name]
 		p := "variants." + name
+		c.msg(keyOf(root, "variants", name), p, lab.CheckName(name, MaxVariantLen))
 		need(v.Description != "", p+".description", "required")
 		for sname := range v.Topology {
 			need(sname == s.System, p+".topology."+sname, "only the system under test (%s) has a topology here", s.System)
 		}
 		over := v.Topology[s.System]
-		c.settings(merge(&base, &over), sys.NewTopology(), p+".topology."+s.System)
+		vtopo := c.settings(merge(&base, &over), sys.NewTopology(), p+".topology."+s.System)
 		if k == nil {
 			continue
 		}
@@ -97,18 +114,106 @@ func (c *checker) variants(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 			c.add(at, p+".workload.kind", "a variant cannot change the workload's kind (%s)", kn)
 			continue
 		}
-		c.settings(merge(baseWork, &v.Workload), k.NewSettings(), p+".workload")
+		merged := merge(baseWork, &v.Workload)
+		st := c.settings(merged, k.NewSettings(), p+".workload")
+		c.warmup(&v.Workload, st, s, p+".workload")
+		if len(v.Workload.Content) > 0 || len(over.Content) > 0 {
+			c.fits(merged, st, vtopo, p+".workload")
+		}
 	}
+}
+
+// fits checks workload settings against the servers they run against,
+// at the key's line in n.
+func (c *checker) fits(n *yaml.Node, st, topo lab.Settings, path string) {
+	w, ok := st.(lab.TopologyChecker)
+	if !ok || st == nil || topo == nil {
+		return
+	}
+	for _, p := range w.CheckTopology(topo) {
+		at := lookupKey(n, p.Field)
+		if at == nil {
+			at = n
+		}
+		c.add(at, join(path, p.Field), "%s", p.Msg)
+	}
+}
+
+// Bounds of the names that become folders, cgroups and containers: a
+// variant's is joined to the scenario's id and a time, which the engine
+// holds to 63 characters (the id is shortened to fit, the variant is not).
+const (
+	MaxIDLen      = 64
+	MaxVariantLen = 32
+)
+
+// warmup checks settings that must fit the warm-up, at the keys over
+// sets (a variant reports only what it sets itself).
+func (c *checker) warmup(over *yaml.Node, st lab.Settings, s *Scenario, path string) {
+	w, ok := st.(lab.WarmupChecker)
+	if !ok || st == nil {
+		return
+	}
+	for _, p := range w.CheckWarmup(s.Timeline.Warmup.D()) {
+		if at := lookupKey(over, p.Field); at != nil {
+			c.add(at, join(path, p.Field), "%s", p.Msg)
+		}
+	}
+}
+
+// msg records a problem when m is not "".
+func (c *checker) msg(n *yaml.Node, field, m string) {
+	if m != "" {
+		c.add(n, field, "%s", m)
+	}
+}
+
+// keyOf is the key node of a mapping's key at a path of keys (nil when absent).
+func keyOf(root *yaml.Node, keys ...string) *yaml.Node {
+	n := root
+	var k *yaml.Node
+	for _, key := range keys {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		i := keyIndex(n, key)
+		if i < 0 {
+			return nil
+		}
+		k, n = n.Content[i], n.Content[i+1]
+	}
+	return k
+}
+
+// lookupKey is the node of a dotted path below n when every key is there
+// (nil otherwise).
+func lookupKey(n *yaml.Node, path string) *yaml.Node {
+	for _, key := range strings.Split(path, ".") {
+		n = valueOf(n, key)
+		if n == nil {
+			return nil
+		}
+	}
+	return n
 }
 
 // timeline checks the fault steps: names, parameters, targets.
 func (c *checker) timeline(s *Scenario, sys lab.System, k lab.Kind, root *yaml.Node, need func(bool, string, string, ...any)) {
-	need(s.Timeline.Warmup.D() >= 0, "timeline.warmup", "want >= 0")
-	need(len(s.Timeline.Faults) > 0, "timeline.faults", "want at least one fault")
-	for i, f := range s.Timeline.Faults {
+	tl := s.Timeline
+	need(tl.Warmup.D() >= time.Second, "timeline.warmup", "%s is less than 1s: the workload must run before the first fault", tl.Warmup)
+	sample := max(time.Second, sys.SampleEvery())
+	need(tl.Observe.D() >= sample, "timeline.observe", "%s is less than %s, how often the servers are sampled: nothing would be measured after the last fault", tl.Observe, sample)
+	need(len(tl.Faults) > 0, "timeline.faults", "want at least one fault")
+	if s.RunLength() > lab.MaxDuration {
+		c.add(keyOf(root, "timeline"), "timeline", "a variant would run %s (warm-up, faults, observation), more than %s: a replay of an outage, not a soak test", s.RunLength(), lab.MaxDuration)
+	}
+	for i, f := range tl.Faults {
 		p := fmt.Sprintf("timeline.faults[%d]", i)
-		need(f.Duration.D() > 0, p+".duration", "want > 0")
-		need(f.At.D() >= 0, p+".at", "want >= 0")
+		need(f.Duration.D() > 0, p+".duration", "want more than 0s, got %s", f.Duration)
+		need(f.At.D() >= 0, p+".at", "%s is negative: at counts from the end of the warm-up", f.At)
+		if i > 0 {
+			c.order(tl.Faults[i-1], f, i, root)
+		}
 		if _, err := lab.ParseSelector(f.Target, sys.Roles(), k.Groups()); err != nil {
 			c.add(lookup(root, p+".target"), p+".target", "%v", err)
 		}
@@ -119,6 +224,88 @@ func (c *checker) timeline(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 		}
 		c.settings(&f.Params, flt, p+".params")
 	}
+}
+
+// variantTimelines checks each variant's overrides of the fault steps:
+// the step exists, is changed once, and its parameters with the
+// variant's merged in are the fault's.
+func (c *checker) variantTimelines(s *Scenario, root *yaml.Node) {
+	for _, name := range s.VariantNames() {
+		tl := s.Variants[name].Timeline
+		if tl == nil {
+			continue
+		}
+		p := "variants." + name + ".timeline.faults"
+		if len(tl.Faults) == 0 {
+			c.add(lookup(root, p), p, "want at least one step to change (or no timeline)")
+		}
+		seen := map[int]bool{}
+		for i, o := range tl.Faults {
+			sp := fmt.Sprintf("%s[%d]", p, i)
+			n := len(s.Timeline.Faults)
+			if o.Step < 1 || o.Step > n {
+				c.add(lookup(root, sp+".step"), sp+".step", "no fault step %d: timeline.faults has %d (1 is the first)", o.Step, n)
+				continue
+			}
+			if seen[o.Step] {
+				c.add(lookup(root, sp+".step"), sp+".step", "step %d is changed twice: merge the two", o.Step)
+			}
+			seen[o.Step] = true
+			base := s.Timeline.Faults[o.Step-1]
+			flt, err := faults.New(base.Fault)
+			if err != nil {
+				continue // timeline says so
+			}
+			c.settings(merge(&base.Params, &o.Params), flt, sp+".params")
+		}
+	}
+}
+
+// order checks that fault i starts after fault i-1 has ended: the
+// harness injects one fault at a time, in list order.
+func (c *checker) order(prev, f FaultStep, i int, root *yaml.Node) {
+	p := fmt.Sprintf("timeline.faults[%d].at", i)
+	end := prev.At.D() + prev.Duration.D()
+	switch {
+	case f.At.D() < prev.At.D():
+		c.add(lookup(root, p), p, "%s is before faults[%d] (at %s): list the faults in the order they start", f.At, i-1, prev.At)
+	case f.At.D() < end:
+		c.add(lookup(root, p), p, "%s overlaps faults[%d], which lasts until %s: the harness injects one fault at a time, so this one would start late", f.At, i-1, Duration(end))
+	}
+}
+
+// checkCase checks that the case record exists: a built-in one (or one
+// the caller knows) by id, or a file of the user's by path, relative to
+// the scenario's file.
+func (c *checker) checkCase(s *Scenario, root *yaml.Node) {
+	at := lookup(root, "case")
+	if s.Case == "" {
+		c.add(at, "case", "required: the id of a case record in seeds/, or a path to your own record file")
+		return
+	}
+	if !IsCasePath(s.Case) {
+		if CaseChecker != nil {
+			if err := CaseChecker(s.Case); err != nil {
+				c.add(at, "case", "%v", err)
+			}
+		}
+		return
+	}
+	path := s.Case
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(c.file), path)
+	}
+	if _, err := seeds.LoadFile(path); err != nil {
+		c.add(at, "case", "case record %s: %s", path, strings.TrimPrefix(err.Error(), "seeds: "))
+		return
+	}
+	s.caseFile = path
+}
+
+// IsCasePath says whether a scenario's case names a file (a path, or a
+// name ending in .yaml or .yml) rather than a case id.
+func IsCasePath(ref string) bool {
+	return strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml")
 }
 
 // judgement checks hypotheses, comparisons, expectations and evidence.
@@ -143,14 +330,20 @@ func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.
 	for i, cmp := range s.Comparisons {
 		p := fmt.Sprintf("comparisons[%d]", i)
 		need(cmp.ID != "", p+".id", "required")
+		need(cmp.Description != "", p+".description", "required")
 		metric(p, cmp.Metric)
 		_, okN := s.Variants[cmp.Numerator]
 		_, okD := s.Variants[cmp.Denominator]
 		need(okN, p+".numerator", "no variant %q", cmp.Numerator)
 		need(okD, p+".denominator", "no variant %q", cmp.Denominator)
+		need(cmp.Numerator != cmp.Denominator, p+".denominator", "%q is the numerator too: a comparison relates two variants", cmp.Denominator)
 		need(slices.Contains(opNames, cmp.Op), p+".op", "want one of %s, got %q", strings.Join(opNames, " "), cmp.Op)
 	}
 	need(len(s.Expect) > 0, "expect", "want an expected verdict per variant")
+	for _, name := range s.VariantNames() {
+		_, ok := s.Expect[name]
+		need(ok || len(s.Expect) == 0, "expect", "no verdict for variant %q: a variant without one can never meet its expectation (add %s: held or violated)", name, name)
+	}
 	for name, v := range s.Expect {
 		_, ok := s.Variants[name]
 		need(ok, "expect."+name, "no variant %q", name)

@@ -16,6 +16,11 @@ command -v nc >/dev/null || need+=(netcat-openbsd)
 # back the JUnit files `chaoslab run --junit` writes.
 [ -d /usr/lib/python3/dist-packages/kazoo ] || need+=(python3-kazoo)
 [ -d /usr/lib/python3/dist-packages/junitparser ] || need+=(python3-junitparser)
+# IL-0206's database tier (harness/pgcluster): a primary and streaming
+# replicas of Debian's PostgreSQL 15, run as the postgres user.
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
+# The game-day dashboard's end-to-end test drives it in headless Chromium.
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
@@ -23,6 +28,11 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   echo "setup: installing ${need[*]} from Debian's packages" >&2
   export DEBIAN_FRONTEND=noninteractive
+  # The lab makes its own clusters: no "main" cluster started on 5432.
+  if [[ " ${need[*]} " == *" postgresql-15 "* ]]; then
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo 'create_main_cluster = false' >/etc/postgresql-common/createcluster.d/chaoslab.conf
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi

@@ -78,7 +78,22 @@ type TimelineEntry struct {
 	At    string `yaml:"at" json:"at"`
 	Date  string `yaml:"date,omitempty" json:"date,omitempty"`
 	Event string `yaml:"event" json:"event"`
+	// Actions are what the responders did from this entry's time, in a form the simulator
+	// replays (sim/cases), where the write-up tells it in prose.
+	Actions []Action `yaml:"actions,omitempty" json:"actions,omitempty"`
 }
+
+// Action is one thing the responders did, from its timeline entry's time. Kind is one of
+// ActionKinds. Until ("HH:MM UTC") is the latest time the write-up allows for it when it gives
+// only a window ("during the outage"); Source quotes the write-up's words for it.
+type Action struct {
+	Kind   string `yaml:"kind" json:"kind"`
+	Until  string `yaml:"until,omitempty" json:"until,omitempty"`
+	Source string `yaml:"source" json:"source"`
+}
+
+// ActionKinds are the responders' actions a record can name for the simulator.
+var ActionKinds = []string{"scale-proxies", "leader-election", "restart-fleet"}
 
 // Number is one figure the write-up publishes (or one span computed from two published clock
 // times, which Text then says). Approx marks figures published as "about", "roughly", "a few
@@ -168,6 +183,36 @@ func Load(path string) (Record, error) {
 		return Record{}, fmt.Errorf("seeds: %w", err)
 	}
 	return Parse(filepath.Base(path), data)
+}
+
+// MaxRecordBytes bounds a case record file (the built-in ones are a few KiB).
+const MaxRecordBytes = 1 << 20
+
+// LoadFile reads, parses and validates a case record file of a user's own
+// (a scenario's case: ./my-case.yaml, or a file of chaoslab's --cases
+// folder). Errors name the path as given.
+func LoadFile(path string) (Record, error) {
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return Record{}, fmt.Errorf("seeds: read case record: %w", err)
+	case !st.Mode().IsRegular():
+		return Record{}, fmt.Errorf("seeds: read case record: %s is not a regular file", path)
+	case st.Size() > MaxRecordBytes:
+		return Record{}, fmt.Errorf("seeds: read case record: %s is %d bytes, more than a case record's %d", path, st.Size(), MaxRecordBytes)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Record{}, fmt.Errorf("seeds: read case record: %w", err)
+	}
+	r, err := Parse(path, data)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := r.Validate(); err != nil {
+		return Record{}, err
+	}
+	return r, nil
 }
 
 // Parse decodes one record strictly: unknown keys, wrong types, an empty document and more
@@ -281,6 +326,19 @@ func (r Record) Validate() error {
 			}
 		}
 		v.required(p+".event", t.Event)
+		for j, a := range t.Actions {
+			q := fmt.Sprintf("%s.actions[%d]", p, j)
+			if v.required(q+".kind", a.Kind) && !contains(ActionKinds, a.Kind) {
+				v.fail(q+".kind", "%q is not one of %s", a.Kind, strings.Join(ActionKinds, ", "))
+			}
+			if a.Until != "" && !clockRe.MatchString(a.Until) {
+				v.fail(q+".until", `not "HH:MM UTC" or "HH:MM PST": %q`, a.Until)
+			}
+			if t.At == "" {
+				v.fail(q, "an action needs its entry's clock time (at)")
+			}
+			v.required(q+".source", a.Source)
+		}
 	}
 
 	if len(r.Chain) == 0 {

@@ -30,6 +30,9 @@ func BenchmarkIncidentScale(b *testing.B) {
 		{"il-0384/mitigated", func() uint64 { return mit.Run().Events }},
 		{"ebs-2011/incident", func() uint64 { return IncidentEBS().Run().Events }},
 		{"ebs-2011/mitigated", func() uint64 { return MitigatedEBS().Run().Events }},
+		{"il-0206/vulnerable", func() uint64 { return IncidentGitLabDB().Run().Events }},
+		{"il-0206/later-discovery", func() uint64 { return IncidentGitLabDB().WithLaterDiscovery().Run().Events }},
+		{"il-0206/limit-2x", func() uint64 { return IncidentGitLabDB().WithLimit(2).Run().Events }},
 	}
 	for _, r := range runs {
 		b.Run(r.name, func(b *testing.B) {

@@ -70,6 +70,15 @@ type ZKStorm struct {
 	// ServerQueueLimit: reads queued for one server past which its GC
 	// thrashes and it stops answering; 0 = never.
 	ServerQueueLimit float64
+	// Throttled: a server holds only the reads it has accepted, as
+	// ZooKeeper 3.8 does: once it has more than globalOutstandingLimit in
+	// process it stops reading every connection with a request outstanding
+	// (ZooKeeperServer.shouldThrottle), so it holds at most OutstandingCap
+	// plus about one read a connection, the rest waiting in the clients'
+	// queues, and only that counts against ServerQueueLimit. Otherwise
+	// every read queued for a server counts (the write-up's "filled the
+	// servers' incoming request queues").
+	Throttled bool
 
 	SessionTimeout float64 // s
 	RecvTimeout    float64 // s without an answer before the client drops the connection; 0 = 2/3 SessionTimeout (go-zookeeper)
@@ -111,11 +120,52 @@ type ZKStorm struct {
 
 	// QuickRecovery: every mirror fresh within this many seconds of the
 	// trigger's end counts as Recovered.
+	// Actions are the responders' actions, at their times (sim/cases takes
+	// them from the case record's timeline); none: the untreated system.
+	Actions []ZKAction
+
 	QuickRecovery float64
 	Tick          float64 // s between service rounds
 	Sample        float64 // s between samples of the series
 	Horizon       float64 // s
 	Seed          uint64
+}
+
+// ZKActionKind is a responder's action the model can replay.
+type ZKActionKind uint8
+
+const (
+	// ZKScaleProxies scales the proxy layer up (every proxy's memory
+	// limit × Up) and out (Proxies × Out, the new proxies starting empty
+	// over Spread seconds, each loading the whole tree).
+	ZKScaleProxies ZKActionKind = iota + 1
+	// ZKLeaderElection forces a leader election: every server closes its
+	// connections, the followers elect a new leader (ElectionTime) and the
+	// old leader rejoins as a follower (RejoinTime).
+	ZKLeaderElection
+)
+
+func (k ZKActionKind) String() string {
+	switch k {
+	case ZKScaleProxies:
+		return "scale the proxies up and out"
+	case ZKLeaderElection:
+		return "force a leader election"
+	}
+	return "unknown action"
+}
+
+// ZKAction is one responder's action At seconds into the run.
+type ZKAction struct {
+	At     float64
+	Kind   ZKActionKind
+	Up     float64 // ZKScaleProxies: factor on the memory limit (≤ 1: unchanged)
+	Out    float64 // ZKScaleProxies: factor on the number of proxies (≤ 1: unchanged)
+	Spread float64 // ZKScaleProxies: s over which the new proxies start
+	// Replace: scaling up replaces every running proxy by a bigger
+	// instance, over the same Spread (a new instance starts empty, on a new
+	// session); otherwise the running proxies keep their state.
+	Replace bool
 }
 
 // ZKStormResult is what a run measured.
@@ -164,8 +214,13 @@ type ZKStormResult struct {
 	// OutageStart is when the first sample with fewer than 5% serving was
 	// taken (+Inf if none).
 	OutageStart float64
-	Quick       float64
-	Events      uint64
+	// ActedAt is when the first of the responders' actions was taken (+Inf
+	// without any). OutageAfterActions is the full outage from then on;
+	// RecoveredAfterActions the time from then until at least 90% of the
+	// proxies serve and keep serving to the horizon (+Inf if they do not).
+	ActedAt, OutageAfterActions, RecoveredAfterActions float64
+	Quick                                              float64
+	Events                                             uint64
 }
 
 const (
@@ -219,6 +274,7 @@ type zkRun struct {
 	perZnode  float64 // MB
 	freshOut  float64 // reads pending a fresh mirror may have
 	electedAt float64 // when the last election ended
+	lastDown  float64 // last sample, from the first action on, with under 90% serving
 }
 
 func (z *zkRun) rate(j int) float64 {
@@ -443,6 +499,58 @@ func (h zkElected) Handle(s *Sim, _ int64) {
 	z.res.Elections++
 }
 
+// zkAct takes the responders' action m.Actions[arg].
+type zkAct struct{ z *zkRun }
+
+func (h zkAct) Handle(s *Sim, arg int64) {
+	z := h.z
+	a := z.m.Actions[arg]
+	switch a.Kind {
+	case ZKScaleProxies:
+		if a.Up > 1 {
+			z.m.LimitMB *= a.Up
+		}
+		if a.Replace {
+			n := len(z.px)
+			for i := range n {
+				s.Schedule(a.Spread*float64(i)/float64(n), zkReplace{z}, int64(i))
+			}
+		}
+		if a.Out > 1 {
+			n, add := len(z.px), int(math.Round(float64(z.m.Proxies)*(a.Out-1)))
+			for k := range add {
+				z.px = append(z.px, zkProxy{srv: -1})
+				s.Schedule(a.Spread*float64(k)/float64(max(add, 1)), zkStart{z}, z.arg(n+k))
+			}
+		}
+	case ZKLeaderElection:
+		z.forceElection(s)
+	}
+}
+
+// zkReplace: proxy arg is replaced by a new instance, started empty.
+type zkReplace struct{ z *zkRun }
+
+func (h zkReplace) Handle(s *Sim, arg int64) {
+	z, i := h.z, int(arg)
+	z.px[i].state = zkDown
+	zkStart{z}.Handle(s, z.arg(i))
+}
+
+// forceElection: every server closes its connections and the followers
+// elect a new leader; the old one rejoins as a follower.
+func (z *zkRun) forceElection(s *Sim) {
+	if z.electing {
+		return
+	}
+	z.electing = true
+	for j := range z.sv {
+		z.sv[j].serving = false
+		z.disconnectAll(s, j)
+	}
+	s.Schedule(z.m.ElectionTime, zkElected{z}, 0)
+}
+
 type zkRejoined struct{ z *zkRun }
 
 func (h zkRejoined) Handle(s *Sim, arg int64) { h.z.sv[arg].serving = true }
@@ -478,7 +586,7 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 	for j := range z.sv {
 		sv := &z.sv[j]
 		wasGC := sv.gc
-		sv.gc = m.ServerQueueLimit > 0 && sv.demand > m.ServerQueueLimit
+		sv.gc = m.ServerQueueLimit > 0 && z.accepted(sv) > m.ServerQueueLimit
 		if sv.gc && !wasGC {
 			z.res.GCStalls++
 		}
@@ -603,6 +711,15 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 	s.Schedule(dt, h, 0)
 }
 
+// accepted is what server sv holds of the reads queued for it (see
+// ZKStorm.Throttled).
+func (z *zkRun) accepted(sv *zkServer) float64 {
+	if !z.m.Throttled || z.m.OutstandingCap <= 0 {
+		return sv.demand
+	}
+	return math.Min(sv.demand, float64(z.m.OutstandingCap+sv.active))
+}
+
 func (z *zkRun) recv() float64 {
 	if z.m.RecvTimeout > 0 {
 		return z.m.RecvTimeout
@@ -681,6 +798,14 @@ func (h zkSample) Handle(s *Sim, _ int64) {
 			r.OutageStart = math.Min(r.OutageStart, now)
 		}
 	}
+	if now >= r.ActedAt {
+		if serving < 0.05*float64(len(z.px)) {
+			r.OutageAfterActions += z.m.Sample
+		}
+		if serving < 0.9*float64(len(z.px)) {
+			z.lastDown = now
+		}
+	}
 	s.Schedule(z.m.Sample, h, 0)
 }
 
@@ -724,6 +849,11 @@ func (m ZKStorm) Run() ZKStormResult {
 	}
 	s.At(m.FaultAt, zkFault{z}, 1)
 	s.At(m.FaultAt+m.Duration, zkFault{z}, 0)
+	z.res.ActedAt, z.lastDown = math.Inf(1), math.Inf(-1)
+	for i, a := range m.Actions {
+		z.res.ActedAt = math.Min(z.res.ActedAt, a.At)
+		s.At(a.At, zkAct{z}, int64(i))
+	}
 	s.Schedule(0, zkTick{z}, 0)
 	s.Schedule(0, zkSample{z}, 0)
 	s.Run(m.Horizon)
@@ -736,6 +866,10 @@ func (m ZKStorm) Run() ZKStormResult {
 	}
 	if allFresh {
 		r.FreshAfter = math.Max(0, z.lastStale-z.faultEnd)
+	}
+	r.RecoveredAfterActions = math.Inf(1)
+	if !math.IsInf(r.ActedAt, 1) && z.lastDown < m.Horizon-m.Sample {
+		r.RecoveredAfterActions = math.Max(0, z.lastDown+m.Sample-r.ActedAt)
 	}
 	r.ReadsPerZnodePerReconnect = r.ReloadReadsFromFault / float64(z.m.Znodes) / math.Max(float64(r.ReconnectsFromFault), 1)
 	r.Events = s.Events()
@@ -783,6 +917,10 @@ func (r ZKStormResult) Summary() Result {
 			"sim.events":                                  float64(r.Events),
 		},
 		Events: r.Events,
+	}
+	if !math.IsInf(r.ActedAt, 1) {
+		out.Metrics["proxies.outage_after_actions_s"] = r.OutageAfterActions
+		out.Metrics["proxies.recovered_after_actions_s"] = r.RecoveredAfterActions
 	}
 	switch {
 	case r.FreshAfter <= r.Quick:

@@ -236,3 +236,48 @@ func TestZKDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// The responders' actions at the harness's scale, on the mitigated
+// (paced) fleet after it has recovered from the stall: a forced election
+// is one more election and reconnects every proxy, which resume their
+// sessions; scaling out by 1.5 starts half as many proxies again,
+// which walk the tree (57 s measured for 90% of the 18 to route); nobody
+// is without a route meanwhile.
+func TestZKActions(t *testing.T) {
+	r, err := reports.Load(il0587Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ZKFromReport(r, "mitigated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := m.Run()
+	at := m.FaultAt + m.Duration + 40
+	m.Horizon = math.Max(m.Horizon, at+180)
+	m.Actions = []ZKAction{
+		{At: at, Kind: ZKScaleProxies, Up: 2, Out: 1.5, Spread: 5},
+		{At: at, Kind: ZKLeaderElection},
+	}
+	res := m.Run()
+	t.Logf("%d proxies: elections %d without the actions, %d with; alive at the end %.0f; reconnects %d and %d; recovered %.1f s after the actions, outage after them %.0f s",
+		m.Proxies, base.Elections, res.Elections, res.Alive[len(res.Alive)-1], base.Reconnects, res.Reconnects, res.RecoveredAfterActions, res.OutageAfterActions)
+	if res.Elections != base.Elections+1 {
+		t.Errorf("elections %d, want %d", res.Elections, base.Elections+1)
+	}
+	if want := float64(m.Proxies + m.Proxies/2); res.Alive[len(res.Alive)-1] != want {
+		t.Errorf("alive at the end %.0f, want %.0f", res.Alive[len(res.Alive)-1], want)
+	}
+	if res.Reconnects < base.Reconnects+m.Proxies {
+		t.Errorf("reconnects %d: the election should reconnect every proxy (%d before)", res.Reconnects, base.Reconnects)
+	}
+	if res.ActedAt != at || math.IsInf(res.RecoveredAfterActions, 1) || res.RecoveredAfterActions > 120 {
+		t.Errorf("acted at %.1f (want %.1f), recovered %.1f s after", res.ActedAt, at, res.RecoveredAfterActions)
+	}
+	if res.OutageAfterActions != 0 {
+		t.Errorf("outage after the actions %.0f s, want 0", res.OutageAfterActions)
+	}
+	if base.ActedAt != math.Inf(1) || !math.IsInf(base.RecoveredAfterActions, 1) {
+		t.Errorf("no actions: acted at %v, recovered after %v", base.ActedAt, base.RecoveredAfterActions)
+	}
+}

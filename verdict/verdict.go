@@ -13,6 +13,18 @@ import (
 // Verdict is the outcome of a variant or a whole scenario run.
 type Verdict string
 
+// Infinitive is what a variant expected to reach this verdict was expected
+// to do: "hold", "break", or "be <verdict>".
+func (v Verdict) Infinitive() string {
+	switch v {
+	case Held:
+		return "hold"
+	case Violated:
+		return "break"
+	}
+	return "be " + string(v)
+}
+
 const (
 	// Reproduced: every variant reached its expected verdict (the vulnerable
 	// one broke the way the incident did and the mitigated one held).

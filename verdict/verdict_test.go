@@ -538,3 +538,27 @@ func TestFormatValue(t *testing.T) {
 		assert.Equal(t, c.want, FormatValue(c.in), "FormatValue(%v)", c.in)
 	}
 }
+
+func TestMargin(t *testing.T) {
+	cases := []struct {
+		obs, thr float64
+		op       string
+		text     string
+		near     bool
+	}{
+		{22.9, 20, "<=", "1.1x over the threshold", true},
+		{527, 150, "<=", "3.5x over the threshold", false},
+		{0.0535, 0.35, "<=", "6.5x under the threshold", false},
+		{88.5, 5, ">=", "18x over the threshold", false},
+		{20, 20, "<=", "on the threshold", true},
+		{14, 0, "==", "", false},
+		{posInf, 20, "<=", "", false},
+		{0, 20, "<=", "", false},
+	}
+	for _, c := range cases {
+		ch := Check{Op: c.op, Threshold: c.thr, Observed: Float(c.obs)}
+		assert.Equal(t, c.text, ch.MarginText(), "%v %s %v", c.obs, c.op, c.thr)
+		assert.Equal(t, c.near, ch.Near(), "%v %s %v", c.obs, c.op, c.thr)
+	}
+	assert.False(t, Check{Threshold: 20, Observed: 19, Missing: true}.Near())
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
-	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 // The lab's own cost, as the targets say it: each variant's wall time
@@ -36,11 +35,21 @@ lab's setup (servers up, seeding), the scenario's timeline (warm-up as
 extended until the workload was steady, faults, observation), the
 teardown, and the wall time over the timeline, side by side in one run,
 with the controller's peak RSS. Targets: at most ` + fmt.Sprint(benchMaxRatio) + ` and under ` + fmt.Sprint(benchMaxRSSMB) + ` MB;
---check exits 1 when they are missed.`,
-		Args: cobra.ExactArgs(1),
+--check exits 1 when they are missed.
+
+Exit status: 0; 1 with --check when a target is missed; 2 for an input
+error; 3 when the lab failed.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeScenarioIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := scenarios.Find(args[0])
+			s, err := findScenario(args[0])
 			if err != nil {
+				return err
+			}
+			if err := checkPlacement(placement); err != nil {
+				return err
+			}
+			if err := checkVariants(s, variant); err != nil {
 				return err
 			}
 			ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the bench")
@@ -66,6 +75,7 @@ with the controller's peak RSS. Targets: at most ` + fmt.Sprint(benchMaxRatio) +
 	f.StringVar(&out, "out", "out/bench", "parent folder of the run's report")
 	f.Int64Var(&seed, "seed", 1, "random seed")
 	f.BoolVar(&check, "check", false, "exit 1 when a target is missed")
+	runCompletions(cmd)
 	return cmd
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -13,115 +14,292 @@ import (
 	"github.com/chaoslab/chaoslab/seeds"
 )
 
+// scenarioEntry is a scenario as list prints it.
+type scenarioEntry struct {
+	ID       string   `json:"id"`
+	Title    string   `json:"title"`
+	Case     string   `json:"case"`
+	System   string   `json:"system"`
+	Workload string   `json:"workload"`
+	Variants []string `json:"variants"`
+	// PerVariant is the timeline's length, per variant.
+	PerVariant string `json:"per_variant"`
+	Source     string `json:"source"`
+}
+
+// caseEntry is a case record as list prints it.
+type caseEntry struct {
+	ID           string `json:"id"`
+	Date         string `json:"date"`
+	Organisation string `json:"organisation"`
+	LabSystem    string `json:"lab_system"`
+	Title        string `json:"title"`
+	File         string `json:"file"`
+}
+
+type listing struct {
+	Scenarios []scenarioEntry `json:"scenarios"`
+	Cases     []caseEntry     `json:"cases"`
+}
+
 func listCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the scenarios and the case records they come from",
-		Args:  cobra.NoArgs,
+		Long: `List the built-in scenarios and the case records (with --cases, yours too).
+Every command takes an id as it is printed here, in any case.
+
+Exit status: 0; 2 for a bad flag or a case record of --cases refused.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
-			all, err := scenarios.Builtin()
+			j, err := asJSON(format)
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCENARIO\tCASE\tSYSTEM\tVARIANTS\tLENGTH/VARIANT")
-			for _, s := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Case, s.System, strings.Join(s.VariantNames(), ","), s.RunLength())
-			}
-			tw.Flush()
-			recs, err := seeds.All()
+			l, err := listAll()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(out)
-			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CASE\tDATE\tORGANISATION\tLAB SYSTEM\tTITLE")
-			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Date, r.Organisation, r.LabSystem, r.Title)
+			if j {
+				return writeJSON(cmd.OutOrStdout(), l)
 			}
-			return tw.Flush()
+			return printListing(cmd.OutOrStdout(), l)
 		},
 	}
+	outputFlag(cmd, &format)
+	return cmd
+}
+
+func listAll() (listing, error) {
+	var l listing
+	all, err := builtinScenarios()
+	if err != nil {
+		return l, err
+	}
+	for _, s := range all {
+		l.Scenarios = append(l.Scenarios, scenarioEntry{s.ID, s.Title, s.Case, s.System, s.Kind(), s.VariantNames(), s.RunLength().String(), s.Source})
+	}
+	recs, err := caseRecords()
+	if err != nil {
+		return l, err
+	}
+	for _, r := range recs {
+		l.Cases = append(l.Cases, caseEntry{r.ID, r.Date, r.Organisation, r.LabSystem, r.Title, r.File()})
+	}
+	return l, nil
+}
+
+func printListing(out io.Writer, l listing) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tCASE\tSYSTEM\tVARIANTS\tLENGTH/VARIANT")
+	for _, s := range l.Scenarios {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Case, s.System, strings.Join(s.Variants, ","), s.PerVariant)
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tDATE\tORGANISATION\tLAB SYSTEM\tTITLE")
+	for _, r := range l.Cases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Date, r.Organisation, r.LabSystem, r.Title)
+	}
+	return tw.Flush()
 }
 
 func showCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "show ID",
+	var format string
+	cmd := &cobra.Command{
+		Use:   "show ID|FILE",
 		Short: "Show a case record (IL-0587) or a scenario (its id or file)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show a case record by its id (with --cases, yours too), or a scenario by its
+id or file: its YAML, or with -o json the scenario as the loader read it.
+
+Exit status: 0; 2 for an unknown id or a scenario file refused.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeAnyID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			if rec, err := seeds.Get(args[0]); err == nil {
-				if err := rec.Format(out); err != nil {
-					return err
-				}
-				var names []string
-				all, _ := scenarios.Builtin()
-				for _, s := range all {
-					if strings.EqualFold(s.Case, rec.ID) {
-						names = append(names, s.ID)
-					}
-				}
-				if len(names) > 0 {
-					fmt.Fprintf(out, "\nScenarios replaying this case: %s (chaoslab run %s)\n", strings.Join(names, ", "), names[0])
-				}
-				return nil
-			}
-			s, err := scenarios.Find(args[0])
-			if err != nil {
-				return fmt.Errorf("show %s: not a case record or a scenario: %w", args[0], err)
-			}
-			src, err := os.ReadFile(s.Source)
-			if err != nil {
-				src, err = scenarios.ReadBuiltin(strings.TrimPrefix(s.Source, "scenarios/"))
-			}
+			j, err := asJSON(format)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "# %s (case %s), %s per variant\n", s.ID, s.Case, s.RunLength())
-			_, err = out.Write(src)
-			return err
+			if rec, err := caseRecord(args[0]); err == nil {
+				return showCase(cmd.OutOrStdout(), rec, j)
+			}
+			s, err := scenarios.Find(args[0])
+			if err != nil {
+				return errInput(fmt.Errorf("show %s: not a case record or a scenario: %w", args[0], err))
+			}
+			return showScenario(cmd.OutOrStdout(), s, j)
 		},
 	}
+	outputFlag(cmd, &format)
+	return cmd
+}
+
+func showCase(out io.Writer, rec seeds.Record, j bool) error {
+	var names []string
+	all, _ := scenarios.Builtin()
+	for _, s := range all {
+		if strings.EqualFold(s.Case, rec.ID) {
+			names = append(names, s.ID)
+		}
+	}
+	if j {
+		return writeJSON(out, struct {
+			Case      seeds.Record `json:"case"`
+			Scenarios []string     `json:"scenarios"`
+		}{rec, names})
+	}
+	if err := rec.Format(out); err != nil {
+		return err
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(out, "\nScenarios replaying this case: %s (chaoslab run %s)\n", strings.Join(names, ", "), names[0])
+	}
+	return nil
+}
+
+func showScenario(out io.Writer, s *scenarios.Scenario, j bool) error {
+	src, err := os.ReadFile(s.Source)
+	if err != nil {
+		src, err = scenarios.ReadBuiltin(strings.TrimPrefix(s.Source, "scenarios/"))
+	}
+	if err != nil {
+		return err
+	}
+	if j {
+		return writeJSON(out, struct {
+			Scenario   *scenarios.Scenario `json:"scenario"`
+			Workload   string              `json:"workload"`
+			PerVariant string              `json:"per_variant"`
+			YAML       string              `json:"yaml"`
+		}{s, s.Kind(), s.RunLength().String(), string(src)})
+	}
+	fmt.Fprintf(out, "# %s (case %s), %s per variant\n", s.ID, s.Case, s.RunLength())
+	_, err = out.Write(src)
+	return err
+}
+
+// validation is one file's (or the case records') result.
+type validation struct {
+	File     string    `json:"file"`
+	ID       string    `json:"id,omitempty"`
+	OK       bool      `json:"ok"`
+	Problems []problem `json:"problems,omitempty"`
+	err      error
+}
+
+// problem is one thing validate refused.
+type problem struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
 }
 
 func validateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate [FILE...]",
+	var format string
+	cmd := &cobra.Command{
+		Use:   "validate [FILE|ID...]",
 		Short: "Check scenario files (default: the built-in ones and every case record)",
 		Long: `Check scenario files strictly: unknown fields, wrong types, unknown faults,
-metrics or case records are errors naming the file, line and field path.`,
+metrics or case records are errors naming the file, line and field path.
+A built-in scenario can be named by its id or case id. Without FILE,
+checks the built-in scenarios and every case record (with --cases, yours
+too).
+
+Exit status: 0 when every file is valid, 2 when one is not (or for a bad
+flag).`,
+		ValidArgsFunction: completeIDArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
+			j, err := asJSON(format)
+			if err != nil {
+				return err
+			}
+			res := validateAll(args)
+			if j {
+				err = writeJSON(cmd.OutOrStdout(), res)
+			} else {
+				printValidation(cmd.OutOrStdout(), res)
+			}
 			var errs []error
-			if len(args) == 0 {
-				recs, err := seeds.All()
-				if err != nil {
-					errs = append(errs, err)
-				} else {
-					fmt.Fprintf(out, "ok  %d case records\n", len(recs))
-				}
-				all, err := scenarios.Builtin()
-				if err != nil {
-					errs = append(errs, err)
-				}
-				for _, s := range all {
-					fmt.Fprintf(out, "ok  %s (%s)\n", s.Source, s.ID)
-				}
+			for _, r := range res {
+				errs = append(errs, r.err)
 			}
-			for _, f := range args {
-				s, err := scenarios.Load(f)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				fmt.Fprintf(out, "ok  %s (%s)\n", f, s.ID)
+			if e := errors.Join(errs...); e != nil {
+				return errInput(fmt.Errorf("validation failed:\n%w", e))
 			}
-			if len(errs) > 0 {
-				return fmt.Errorf("validation failed:\n%w", errors.Join(errs...))
-			}
-			return nil
+			return err
 		},
+	}
+	outputFlag(cmd, &format)
+	return cmd
+}
+
+// validateAll checks files, or the built-in scenarios and case records.
+func validateAll(files []string) []validation {
+	var out []validation
+	if len(files) == 0 {
+		recs, err := caseRecords()
+		out = append(out, validated(validation{File: fmt.Sprintf("%d case records", len(recs))}, err))
+		all, err := scenarios.Builtin()
+		for _, s := range all {
+			out = append(out, validation{File: s.Source, ID: s.ID, OK: true})
+		}
+		if err != nil {
+			out = append(out, validated(validation{File: "scenarios"}, err))
+		}
+	}
+	for _, f := range files {
+		if rec, ok := caseWithoutScenario(f); ok {
+			out = append(out, validated(validation{File: rec.File(), ID: rec.ID}, rec.Validate()))
+			continue
+		}
+		s, err := loadScenario(f)
+		v := validation{File: f}
+		if s != nil {
+			v.ID = s.ID
+		}
+		out = append(out, validated(v, err))
+	}
+	return out
+}
+
+// loadScenario loads a file, or finds a built-in scenario by its id or
+// case id.
+func loadScenario(ref string) (*scenarios.Scenario, error) {
+	if _, err := os.Stat(ref); err == nil {
+		return scenarios.Load(ref)
+	}
+	return scenarios.Find(ref)
+}
+
+// validated fills in v's result from a loader's error.
+func validated(v validation, err error) validation {
+	v.OK, v.err = err == nil, err
+	if err == nil {
+		return v
+	}
+	var fe scenarios.Errors
+	if errors.As(err, &fe) {
+		for _, e := range fe {
+			v.Problems = append(v.Problems, problem{e.File, e.Line, e.Field, e.Msg})
+		}
+		return v
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		v.Problems = append(v.Problems, problem{Message: line})
+	}
+	return v
+}
+
+func printValidation(out io.Writer, res []validation) {
+	for _, r := range res {
+		switch {
+		case r.OK && r.ID != "":
+			fmt.Fprintf(out, "ok  %s (%s)\n", r.File, r.ID)
+		case r.OK:
+			fmt.Fprintf(out, "ok  %s\n", r.File)
+		}
 	}
 }

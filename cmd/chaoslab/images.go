@@ -29,7 +29,10 @@ func imagesCmd() *cobra.Command {
 
 The binaries are built in the Go modules under tools/ and cached by version
 (in $CHAOSLAB_CACHE, else $XDG_CACHE_HOME/chaoslab/bin or ~/.cache/chaoslab/bin).
-Run it inside the source tree (or set CHAOSLAB_SRC).`,
+Run it inside the source tree (or set CHAOSLAB_SRC).
+
+Exit status: 0; 2 for a bad flag or argument; 3 when an image could not
+be built or listed.`,
 			images.ZooKeeperRef, images.DebianSuite, "", "", images.EtcdRef, images.ConsulRef, images.ChaoslabRef("")),
 	}
 	cmd.AddCommand(imagesBuildCmd(), imagesListCmd())
@@ -39,7 +42,7 @@ Run it inside the source tree (or set CHAOSLAB_SRC).`,
 func imagesBuildCmd() *cobra.Command {
 	var opts images.Options
 	cmd := &cobra.Command{
-		Use:   "build [--only zookeeper,etcd,consul,chaoslab] [--force]",
+		Use:   "build [--only zookeeper,etcd,consul,postgresql,chaoslab] [--force]",
 		Short: "Build the images that are missing or out of date",
 		Long: `Build the images that are missing or whose build inputs changed (each carries
 the label org.chaoslab.version = version + hash of its inputs); up-to-date
@@ -70,7 +73,7 @@ cores, with a 2 GB module download); later ones use cached binaries.`,
 			return err
 		},
 	}
-	cmd.Flags().StringSliceVar(&opts.Only, "only", nil, "build only these images (zookeeper, etcd, consul, chaoslab; comma-separated)")
+	cmd.Flags().StringSliceVar(&opts.Only, "only", nil, "build only these images (zookeeper, etcd, consul, postgresql, chaoslab; comma-separated)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "rebuild even the images that are up to date (cached binaries are reused)")
 	cmd.Flags().StringVar(&opts.ChaoslabTag, "chaoslab-tag", images.DefaultChaoslabTag, "tag of the chaoslab image")
 	return cmd

@@ -2,38 +2,36 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chaoslab/chaoslab/scenarios"
-	"github.com/chaoslab/chaoslab/seeds"
 )
 
-// errExpectation is returned when a run completed but did not meet the
-// scenario's expectation: exit status 1, the report says why.
-var errExpectation = errors.New("the run did not meet the scenario's expectation")
-
-// errAborted is returned when a run was interrupted: exit status 130, as
-// for a command stopped by Ctrl-C.
-var errAborted = errors.New("the run was interrupted; its report is marked aborted")
-
-func exitCode(err error) int {
-	switch {
-	case errors.Is(err, errExpectation):
-		return 1
-	case errors.Is(err, errAborted):
-		return 130
-	}
-	return 2
+func run() error {
+	return execute(context.Background(), newRoot(), os.Args[1:])
 }
 
-func run() error {
-	// Scenarios name case records; the loader checks they exist.
+// execute runs root with args. An error before any command ran (an
+// unknown command or flag, a wrong number of arguments) is an input error.
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	var ran bool
+	trackRuns(root, &ran)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !ran {
+		return errInput(err)
+	}
+	return err
+}
+
+func newRoot() *cobra.Command {
+	// Scenarios name case records; the loader checks they exist, among the
+	// built-in ones and those of --cases.
 	scenarios.CaseChecker = func(id string) error {
-		_, err := seeds.Get(id)
+		_, err := caseRecord(id)
 		return err
 	}
 	var verbose bool
@@ -42,7 +40,10 @@ func run() error {
 		Short: "Replay real outages against real ZooKeeper, etcd and Consul",
 		Long: `chaoslab turns public post-mortems into executable scenarios: it starts real
 servers, drives real client workloads, injects the incident's faults, and
-writes a report whose verdict says whether the incident reproduced.`,
+writes a report whose verdict says whether the incident reproduced.
+
+` + exitHelp,
+		Version:       versionText(buildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
@@ -53,8 +54,11 @@ writes a report whose verdict says whether the incident reproduced.`,
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
+	casesFlag(root)
 	root.AddCommand(listCmd(), showCmd(), validateCmd(), runCmd(), reportCmd(), agentCmd())
-	root.AddCommand(imagesCmd(), simCmd(), benchCmd())
-	return root.ExecuteContext(context.Background())
+	root.AddCommand(imagesCmd(), simCmd(), benchCmd(), gamedayCmd())
+	root.AddCommand(versionCmd(), faultsCmd(), metricsCmd(), schemaCmd())
+	return root
 }

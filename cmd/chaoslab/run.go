@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +19,6 @@ import (
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
-	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -32,8 +30,11 @@ type runFlags struct {
 	client, clientImage, name string
 	clientEnv                 map[string]string
 	withRefs, asJSON          bool
+	output                    string
 	repeat                    int
 	junit                     string
+	keepData                  bool
+	logFormat                 string
 }
 
 func runCmd() *cobra.Command {
@@ -51,21 +52,33 @@ outside: its process as the kernel counts it and its requests as the
 servers count them; --with-references runs the scenario's own vulnerable
 and mitigated variants beside it. --repeat N runs it N times (seeds from
 --seed on) and reports each variant's rate of reaching its expected
-verdict with a 95% interval; --junit FILE writes JUnit XML; --json prints
-the verdicts as JSON.
+verdict with a 95% interval; --junit FILE writes JUnit XML; -o json (or
+--json) prints the verdicts as JSON.
 
 Exit status: 0 when the run (every run, with --repeat) met the scenario's
 expectation (for both variants: REPRODUCED; for your client: HELD), 1 when
-it completed without meeting it, 2 when the lab itself failed or the input
-was wrong, 130 when it was interrupted. Ctrl-C stops the run, cleans up
+it completed without meeting it, 2 for an input error (a bad flag, an
+unknown id or variant, a scenario file refused), 3 when the lab itself
+failed (a server did not start; a run inconclusive because the lab
+failed), 130 when it was interrupted. Ctrl-C stops the run, cleans up
 every process, cgroup and container it started, and still writes a report
-marked aborted.`,
+marked aborted; so does a panic anywhere in the run (exit status 3).
+
+On the console: one status line per variant (phase, time elapsed of the
+expected total, ETA, the leader, the figures the system and the workload
+declare), redrawn in place on a terminal; elsewhere, or with CI set, a
+plain line every 20 s and one per phase change; warnings; and a closing
+summary. The detail is logged to chaoslab.log in the run folder (-v: on
+the console too; --log-format json). The servers' data directories are
+removed once they stop (--keep-data keeps them), and large logs no report
+links to are compressed (.log.gz).`,
 		Example: `  chaoslab run il-0587-zk-treecache-reconnect-storm
   chaoslab run IL-0587 --variant mitigated --seed 7
   chaoslab run IL-0587 --client '/usr/bin/python3 examples/zk-treecache-python/treecache.py' --with-references
   chaoslab run IL-0587 --client './my-client' --repeat 5 --junit out/junit.xml`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runScenario(cmd, args[0], f) },
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeScenarioIDs,
+		RunE:              func(cmd *cobra.Command, args []string) error { return runScenario(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.variant, "variant", "both", "a variant (vulnerable, mitigated, ...), a comma-separated list, or both (every variant)")
@@ -82,14 +95,21 @@ marked aborted.`,
 	fl.BoolVar(&f.withRefs, "with-references", false, "with --client: also run the scenario's own variants, so the report shows your client between them")
 	fl.IntVar(&f.repeat, "repeat", 1, "run the scenario this many times (seeds --seed, --seed+1, ...) and report each variant's rate with a 95% interval")
 	fl.StringVar(&f.junit, "junit", "", "write JUnit XML of the run(s) to this file")
-	fl.BoolVar(&f.asJSON, "json", false, "print the verdicts as JSON instead of the summary")
+	fl.BoolVar(&f.asJSON, "json", false, "print the verdicts as JSON instead of the summary (the same as -o json)")
+	fl.BoolVar(&f.keepData, "keep-data", false, "keep the servers' data directories in the run folder (removed once the servers stop, by default)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "format of the run's log file, chaoslab.log in the run folder: text or json")
+	outputFlag(cmd, &f.output)
+	runCompletions(cmd)
 	return cmd
 }
 
 // runScenario is chaoslab run.
 func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
-	s, err := scenarios.Find(ref)
+	s, err := findScenario(ref)
 	if err != nil {
+		return err
+	}
+	if err := f.check(s); err != nil {
 		return err
 	}
 	o := runner.Options{OutDir: f.out, Placement: f.placement, Images: f.imgs, WithReferences: f.withRefs}
@@ -100,11 +120,18 @@ func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
 	}
 	if f.client != "" || f.clientImage != "" {
 		if o.Client, err = clientProgram(f); err != nil {
-			return err
+			return errInput(err)
 		}
 	}
 	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the run, cleaning up and writing an aborted report")
 	defer stop()
+	con, err := newRunConsole(cmd, f.logFormat)
+	if err != nil {
+		return err
+	}
+	defer con.close()
+	con.hook(&o)
+	o.KeepData = f.keepData
 	if f.repeat > 1 {
 		o.OutDir = filepath.Join(f.out, fmt.Sprintf("%s-repeat-%s", s.ID, time.Now().UTC().Format("20060102T150405Z")))
 	}
@@ -113,14 +140,15 @@ func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
 		o.Seed = f.seed + int64(i)
 		o.Rerun = rerunCommand(s.ID, o.Seed, f)
 		r, err := runner.Run(ctx, s, o)
+		con.done()
 		if r != nil && r.Dir != "" {
 			runs = append(runs, r)
 			if !f.asJSON {
-				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
+				fmt.Fprint(cmd.OutOrStdout(), closingSummary(r))
 			}
 		}
 		if err != nil || ctx.Err() != nil {
-			return errors.Join(err, finish(cmd, s.ID, runs, f, o.OutDir))
+			return errors.Join(err, finish(cmd, s.ID, runs, f, o.OutDir), interrupted(ctx))
 		}
 	}
 	if err := finish(cmd, s.ID, runs, f, o.OutDir); err != nil {
@@ -237,61 +265,21 @@ func printJSON(cmd *cobra.Command, runs []*reports.Report) error {
 	}
 	var out []run
 	for _, r := range runs {
-		x := run{Scenario: r.Scenario.ID, Seed: r.Seed, Verdict: string(r.Verdict), ExpectationMet: r.ExpectationMet, Report: filepath.Join(r.Dir, "index.html")}
+		x := run{Scenario: reportScenario(r), Seed: r.Seed, Verdict: string(r.Verdict), ExpectationMet: r.ExpectationMet, Report: filepath.Join(r.Dir, "index.html")}
 		for _, v := range r.Variants {
 			x.Variants = append(x.Variants, variant{v.Name, string(v.Expect), string(v.Verdict), v.Reason})
 		}
 		out = append(out, x)
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(cmd.OutOrStdout(), out)
 }
 
-func reportCmd() *cobra.Command {
-	var scenario string
-	var write bool
-	cmd := &cobra.Command{
-		Use:   "report DIR|report.json",
-		Short: "Load a report, re-check its verdict and print its summary",
-		Long: `Load a report written by 'chaoslab run', judge its stored measurements
-again (optionally against another version of the scenario, to ask whether an
-old run passes new hypotheses), and print the summary. --write rewrites
-report.md and index.html.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := reports.Load(args[0])
-			if err != nil {
-				return err
-			}
-			var s *scenarios.Scenario
-			if scenario != "" {
-				if s, err = scenarios.Find(scenario); err != nil {
-					return err
-				}
-			}
-			before := r.Verdict
-			if _, _, err := r.Recheck(s); err != nil {
-				return err
-			}
-			if write {
-				if err := reports.Write(r, r.Dir); err != nil {
-					return err
-				}
-			}
-			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
-			if before != r.Verdict {
-				fmt.Fprintf(cmd.OutOrStdout(), "re-checked verdict %s differs from the stored one (%s)\n", r.Verdict, before)
-			}
-			if !r.ExpectationMet {
-				return errExpectation
-			}
-			return nil
-		},
+// interrupted is errAborted once ctx is cancelled, else nil.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return errAborted
 	}
-	cmd.Flags().StringVar(&scenario, "scenario", "", "judge against this scenario (id or file) instead of the one stored in the report")
-	cmd.Flags().BoolVar(&write, "write", false, "write report.json, report.md and index.html again with the re-checked verdict")
-	return cmd
+	return nil
 }
 
 // interruptible returns a context cancelled, with the signal as its cause,
@@ -313,17 +301,38 @@ func interruptible(parent context.Context, msg string) (context.Context, func())
 }
 
 // outcome is finished runs' exit: errAborted when one was interrupted,
-// errExpectation when one did not meet its expectation, nil otherwise.
+// errExpectation when one did not meet its expectation, errLabFailed when
+// the only ones that did not were inconclusive because the lab failed, nil
+// otherwise.
 func outcome(runs []*reports.Report) error {
 	for _, r := range runs {
 		if r.Verdict == verdict.Aborted {
 			return errAborted
 		}
 	}
+	var err error
 	for _, r := range runs {
-		if !r.ExpectationMet {
+		switch {
+		case r.ExpectationMet:
+		case labFailed(r):
+			err = errLabFailed
+		default:
 			return errExpectation
 		}
 	}
-	return nil
+	return err
+}
+
+// labFailed says whether a run is inconclusive because the lab failed in
+// one of its variants.
+func labFailed(r *reports.Report) bool {
+	if r.Verdict != verdict.Inconclusive {
+		return false
+	}
+	for _, v := range r.Variants {
+		if v.LabError != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +24,7 @@ func TestSimCommand(t *testing.T) {
 	}
 	out, err := run()
 	require.NoError(t, err)
-	for _, id := range []string{"il-0587", "il-0384", "aws-ebs-2011"} {
+	for _, id := range []string{"IL-0587", "IL-0384", "AWS-EBS-2011"} { // as `chaoslab list` prints them
 		require.Contains(t, out, id)
 	}
 
@@ -42,6 +43,11 @@ func TestSimCommand(t *testing.T) {
 	require.Len(t, runs, 1)
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(runs[0]), "report.json"))
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"seed": 2`)
-	require.Contains(t, string(b), `"rerun": "chaoslab sim aws-ebs-2011 --seed 2"`)
+	var rep struct {
+		Seed  int64  `json:"seed"`
+		Rerun string `json:"rerun"`
+	}
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, int64(2), rep.Seed)
+	require.Equal(t, "chaoslab sim aws-ebs-2011 --seed 2", rep.Rerun)
 }

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"regexp"
@@ -31,6 +32,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 )
 
 // RyukEnv is the variable that turns testcontainers-go's reaper off.
@@ -40,6 +42,18 @@ func init() {
 	if _, set := os.LookupEnv(RyukEnv); !set {
 		_ = os.Setenv(RyukEnv, "true")
 	}
+	// testcontainers-go prints a banner and its messages on stderr with
+	// its own logger: they go to slog's default logger at debug level
+	// (a run's log file), never to the console.
+	tclog.SetDefault(defaultSlog{})
+}
+
+// defaultSlog is testcontainers-go's logger: slog's default logger as it
+// is when a message comes, at debug level.
+type defaultSlog struct{}
+
+func (defaultSlog) Printf(format string, args ...any) {
+	SlogPrintf(slog.Default()).Printf(format, args...)
 }
 
 // Labels on every container, network and volume chaoslab creates.

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
 
@@ -60,8 +63,19 @@ type Options struct {
 	// bytes from the start (no swap); 0: none. Node.SetMemoryLimit changes
 	// it live.
 	AgentMemoryLimit int64
-	LogLevel         string   // -log-level; "": Consul's default (info)
-	ExtraArgs        []string // more agent flags for every node
+	// AgentBinary, when set, is a consul binary on this machine that the
+	// client agents' containers run instead of the image's (bind-mounted
+	// read-only at Binary). Its pages are read into this machine's page
+	// cache first, so that, as for a local process, an agent's memory
+	// limit holds the agent's own memory and not its executable's pages:
+	// otherwise the kernel reclaims those clean pages to make room for the
+	// heap, and an agent at its limit thrashes instead of being killed.
+	AgentBinary string
+	// AgentEnv is more environment for every client agent's container
+	// (e.g. GOMEMLIMIT, a soft limit for its Go runtime).
+	AgentEnv  map[string]string
+	LogLevel  string   // -log-level; "": Consul's default (info)
+	ExtraArgs []string // more agent flags for every node
 
 	// StartupTimeout bounds the wait for one container to answer (default
 	// DefaultStartupTimeout).
@@ -165,6 +179,11 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 	if o.LogDir, err = docker.LogDir(o.LogDir, "dockerconsul-"+o.RunID+"-"); err != nil {
 		return nil, fmt.Errorf("start consul cluster: %w", err)
 	}
+	if o.AgentBinary != "" {
+		if err := cachePages(o.AgentBinary); err != nil {
+			return nil, fmt.Errorf("start consul cluster: %w", err)
+		}
+	}
 	began := time.Now()
 	c := &Cluster{opts: o, log: o.Logger}
 	for id := 1; id <= o.Servers; id++ {
@@ -223,6 +242,14 @@ func (c *Cluster) nodeOpts(cfg NodeConfig) []testcontainers.ContainerCustomizer 
 	}
 	if !cfg.Server && o.AgentMemoryLimit > 0 {
 		opts = append(opts, WithMemoryLimit(o.AgentMemoryLimit))
+	}
+	if !cfg.Server && o.AgentBinary != "" {
+		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.Binds = append(hc.Binds, o.AgentBinary+":"+Binary+":ro")
+		}))
+	}
+	if !cfg.Server && len(o.AgentEnv) > 0 {
+		opts = append(opts, testcontainers.WithEnv(o.AgentEnv))
 	}
 	return append(opts, o.Customizers...)
 }
@@ -310,4 +337,18 @@ func (c *Cluster) ownNet() *testcontainers.DockerNetwork {
 		return nil
 	}
 	return c.net
+}
+
+// cachePages reads the file at path to its end, so that its pages are in
+// this machine's page cache, charged to this process's cgroup.
+func cachePages(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read agent binary: %w", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		return fmt.Errorf("read agent binary: %w", err)
+	}
+	return nil
 }

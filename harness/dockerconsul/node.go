@@ -363,6 +363,15 @@ func (n *Node) MemoryUsage(ctx context.Context) (uint64, error) {
 	return c.MemoryUsage(ctx)
 }
 
+// MemoryLimit is the memory limit the node's containers start with in
+// bytes (a client agent's AgentMemoryLimit; 0: none).
+func (n *Node) MemoryLimit() int64 {
+	if n.server {
+		return 0
+	}
+	return n.cl.opts.AgentMemoryLimit
+}
+
 // SetPidsLimit sets the live container's pids limit (n <= 0: none).
 func (n *Node) SetPidsLimit(pids int64) error { return n.base.SetPidsLimit(pids) }
 

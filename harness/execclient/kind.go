@@ -55,16 +55,32 @@ func NewSettings() *Settings {
 // SetClient runs the user's program (chaoslab run --client).
 func (s *Settings) SetClient(c *lab.ClientProgram) { s.ClientProgram = *c }
 
+// MinPids is the least pids limit a program starts under (the Go
+// runtime alone starts 4 or 5 threads, a JVM a dozen).
+const MinPids = 4
+
+// CheckWarmup: the instances start over start_spread, within the warm-up.
+func (s *Settings) CheckWarmup(warmup time.Duration) []lab.Problem {
+	var c lab.Checks
+	c.Need(s.StartSpread.D() <= warmup, "start_spread", "%s is longer than the warm-up (%s): instances would still be starting when the first fault hits", s.StartSpread, lab.Duration(warmup))
+	return c
+}
+
 // Check validates the settings.
 func (s *Settings) Check() []lab.Problem {
 	c := lab.Checks(s.ClientProgram.Check())
-	c.Need(s.Instances >= 1, "instances", "want at least 1")
-	c.Need(s.MemoryLimitMB >= 0, "memory_limit_mb", "want >= 0")
-	c.Need(s.PidsLimit >= 0, "pids_limit", "want >= 0")
-	c.Need(s.CPUs >= 0, "cpus", "want >= 0")
-	c.Need(s.RestartDelay.D() >= 0, "restart_delay", "want >= 0")
+	c.Need(s.Instances >= 1, "instances", "want at least 1, got %d", s.Instances)
+	c.Need(s.Instances <= lab.MaxInstances, "instances", "%d instances is more than one machine runs beside the servers (%d processes)", s.Instances, lab.MaxInstances)
+	c.Need(s.MemoryLimitMB >= 0, "memory_limit_mb", "want >= 0 (0 is no limit), got %d", s.MemoryLimitMB)
+	c.Need(s.MemoryLimitMB <= 0 || s.MemoryLimitMB >= lab.MinContainerMemoryMB, "memory_limit_mb", "%d is below %d MiB, the least memory limit the container engine accepts (a program does not start in less)", s.MemoryLimitMB, lab.MinContainerMemoryMB)
+	c.Need(s.PidsLimit >= 0, "pids_limit", "want >= 0 (0 is no limit), got %d", s.PidsLimit)
+	c.Need(s.PidsLimit <= 0 || s.PidsLimit >= MinPids, "pids_limit", "%d is below %d: a program's runtime needs a few threads of its own to start", s.PidsLimit, MinPids)
+	c.Msg("cpus", lab.CheckCPUs(s.CPUs, true))
+	c.Msg("restart_delay", lab.CheckDuration(s.RestartDelay, 0, ""))
+	c.Need(!s.Restart || s.RestartDelay.D() >= lab.MinRestartDelay, "restart_delay", "%s is below %s: a program that exits at once would be restarted in a busy loop", s.RestartDelay, lab.Duration(lab.MinRestartDelay))
+	c.Msg("start_spread", lab.CheckDuration(s.StartSpread, 0, ""))
 	for k := range s.Settings {
-		c.Need(k != "" && strings.Trim(strings.ToUpper(k), "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == "", "settings."+k,
+		c.Need(k != "" && !strings.HasPrefix(k, "_") && strings.Trim(strings.ToUpper(k), "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == "", "settings."+k,
 			"a setting's name becomes CHAOSLAB_<NAME>: letters, digits and _ only")
 	}
 	return c

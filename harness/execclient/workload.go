@@ -141,8 +141,8 @@ func (w *workload) Progress() []slog.Attr {
 		ooms += w.group.Summary(i, nil).OOMKills
 	}
 	rss, held := w.group.Latest()
-	return []slog.Attr{slog.String("clients_alive", fmt.Sprintf("%d/%d", alive, w.s.Instances)), slog.Int("oom_kills", ooms),
-		slog.Int("server_outstanding", int(held)), slog.String("max_rss_mb", fmt.Sprintf("%.0f", rss))}
+	return []slog.Attr{slog.String("clients", fmt.Sprintf("%d/%d alive", alive, w.s.Instances)), slog.Int("OOM", ooms),
+		slog.Int("held_at_servers", int(held)), slog.String("RSS", fmt.Sprintf("%.0f MiB", rss))}
 }
 
 // Stop ends the instances and the scrapes.
@@ -182,9 +182,7 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 		r.SetMetric("clients.reconnects.total", max(0, opened-float64(len(reqs)+deaths)))
 		r.SetMetric("clients.requests_per_s.max_from_fault", peakRate(r.Named(instances.SeriesRequests), tl.FaultStart()))
 	}
-	if w.s.MemoryLimitMB > 0 {
-		r.SetLimit(instances.SeriesRSS, float64(w.s.MemoryLimitMB), "memory limit")
-	}
+	w.group.SetMemoryLimit(r, w.s.MemoryLimitMB)
 }
 
 // peakRate is the most requests one instance sent in a second, from t on

@@ -32,10 +32,10 @@ type CPUThrottle struct {
 	Cores float64 `yaml:"cores"`
 }
 
-// Check refuses a limit of no CPU at all.
+// Check refuses a limit the kernel or the engine cannot give.
 func (c *CPUThrottle) Check() []lab.Problem {
 	var ps lab.Checks
-	ps.Need(c.Cores > 0, "cores", "want > 0, got %v", c.Cores)
+	ps.Msg("cores", lab.CheckCPUs(c.Cores, false))
 	return ps
 }
 

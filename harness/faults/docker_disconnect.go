@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // NetworkDisconnector is a target that can be taken off its cluster's
@@ -24,6 +26,13 @@ func init() {
 type Disconnect struct {
 	// ReconnectTimeout bounds the reconnection.
 	ReconnectTimeout Duration `yaml:"reconnect_timeout"`
+}
+
+// Check bounds the wait for the target to come back.
+func (f *Disconnect) Check() []lab.Problem {
+	var ps lab.Checks
+	ps.Msg("reconnect_timeout", lab.CheckDuration(f.ReconnectTimeout, time.Second, "the least a server takes to start"))
+	return ps
 }
 
 func (*Disconnect) Name() string { return "disconnect" }

@@ -96,7 +96,10 @@ func TestContainerFaultsNeedTheirCapability(t *testing.T) {
 		require.NoError(t, f.Available(&containerTarget{}), f.Name())
 		require.Error(t, f.Inject(context.Background(), plainTarget{}, 0), "Inject checks too: %s", f.Name())
 	}
-	require.Equal(t, []lab.Problem{{Field: "cores", Msg: "want > 0, got 0"}}, (&CPUThrottle{}).Check())
+	require.Equal(t, []lab.Problem{{Field: "cores", Msg: "0 is below 0.01 CPUs, the least the kernel's CPU quota and the container engine give"}}, (&CPUThrottle{}).Check())
+	require.Empty(t, (&CPUThrottle{Cores: 0.01}).Check())
+	require.Equal(t, "cores", (&CPUThrottle{Cores: float64(lab.CPUs()) + 1}).Check()[0].Field, "more than the machine's CPUs")
+	require.Equal(t, "start_timeout", (&KillRestart{StartTimeout: Duration(time.Millisecond)}).Check()[0].Field)
 }
 
 func TestCPUThrottleLimitsThenRestores(t *testing.T) {

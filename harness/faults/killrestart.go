@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // KillRestart kills the target's process (SIGKILL) and starts it again with
@@ -16,6 +18,13 @@ type KillRestart struct {
 
 func init() {
 	Register(func() Fault { return &KillRestart{StartTimeout: Duration(60 * time.Second)} })
+}
+
+// Check bounds the wait for the target to come back.
+func (f *KillRestart) Check() []lab.Problem {
+	var ps lab.Checks
+	ps.Msg("start_timeout", lab.CheckDuration(f.StartTimeout, time.Second, "the least a server takes to start"))
+	return ps
 }
 
 func (*KillRestart) Name() string { return "kill-restart" }

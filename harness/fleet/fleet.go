@@ -135,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		defer f.wg.Done()
 		for i, s := range f.Originals() {
 			if i > 0 && cfg.StartSpread > 0 {
-				if !sleep(fctx, cfg.StartSpread.D()/time.Duration(cfg.Servers)) {
+				if !lab.Sleep(fctx, cfg.StartSpread.D()/time.Duration(cfg.Servers)) {
 					return
 				}
 			}
@@ -457,7 +457,7 @@ func (f *Fleet) restarter(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case s := <-f.restart:
-			if d := time.Until(next); d > 0 && !sleep(ctx, d) {
+			if d := time.Until(next); d > 0 && !lab.Sleep(ctx, d) {
 				return
 			}
 			f.wg.Add(1)
@@ -589,7 +589,7 @@ func (f *Fleet) WaitReady(ctx context.Context) error {
 		if all {
 			return nil
 		}
-		if !sleep(ctx, 250*time.Millisecond) {
+		if !lab.Sleep(ctx, 250*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
@@ -754,17 +754,6 @@ func (t *tailWriter) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 var (

@@ -38,6 +38,10 @@ type Settings struct {
 	ThreadLimit int `yaml:"thread_limit" json:"thread_limit"`
 	// CPUQuota holds each server to this many cores (0 = no limit).
 	CPUQuota float64 `yaml:"cpu_quota" json:"cpu_quota"`
+	// FleetCPU holds the whole fleet to this many cores together (0 = the
+	// machine's): a fleet calibrated on a 2-core machine competes for CPU
+	// the same way on a bigger one. Local placement (the run's cgroup).
+	FleetCPU float64 `yaml:"fleet_cpu" json:"fleet_cpu"`
 	// GoMaxProcs is each server's GOMAXPROCS (0 = Go's default).
 	GoMaxProcs        int `yaml:"gomaxprocs" json:"gomaxprocs"`
 	frontend.Settings `yaml:",inline"`
@@ -80,23 +84,56 @@ func (s *Settings) Added() int {
 	return max(int(math.Ceil(float64(s.Servers)*s.AddFraction)), 1)
 }
 
+// Bounds of the settings, from what one machine does.
+const (
+	// MaxServers is the most front-end servers (the added ones besides)
+	// one machine runs beside etcd.
+	MaxServers = lab.MaxInstances
+	// MaxShards is the most shards the harness writes to etcd.
+	MaxShards = 200000
+	// MaxRequestRate is the load generator's most requests a second: one
+	// ticker on one machine, sharing its CPUs with the fleet.
+	MaxRequestRate = 10000
+	// MaxRestartRate is the most servers restarted a second; faster is
+	// all at once (write 0).
+	MaxRestartRate = 1000
+)
+
 // Check validates the settings.
 func (s *Settings) Check() []lab.Problem {
 	var c lab.Checks
-	c.Need(s.Servers >= 2, "servers", "want at least 2 servers (a fleet has peers)")
-	c.Need(s.Servers <= 200, "servers", "%d servers is more than one machine runs here (200)", s.Servers)
-	c.Need(s.AddFraction > 0 && s.AddFraction <= 1, "add_fraction", "want more than 0 and at most 1")
-	c.Need(s.ThreadLimit >= 8, "thread_limit", "want at least 8 (the Go runtime needs a few threads of its own)")
-	c.Need(s.CPUQuota >= 0, "cpu_quota", "want >= 0")
-	c.Need(s.GoMaxProcs >= 0, "gomaxprocs", "want >= 0")
+	c.Need(s.Servers >= 2, "servers", "want at least 2 servers (a fleet has peers), got %d", s.Servers)
+	c.Need(s.Servers <= MaxServers, "servers", "%d servers is more than one machine runs here (%d)", s.Servers, MaxServers)
+	c.Need(s.AddFraction > 0 && s.AddFraction <= 1, "add_fraction", "want more than 0 and at most 1, got %g", s.AddFraction)
+	c.Need(s.ThreadLimit >= 8, "thread_limit", "want at least 8 (the Go runtime needs a few threads of its own), got %d", s.ThreadLimit)
+	c.Need(s.ThreadLimit <= 1<<22, "thread_limit", "%d is more than the kernel's pid_max (4194304)", s.ThreadLimit)
+	c.Msg("cpu_quota", lab.CheckCPUs(s.CPUQuota, true))
+	c.Msg("fleet_cpu", lab.CheckCPUs(s.FleetCPU, true))
+	c.Need(s.FleetCPU == 0 || s.CPUQuota > 0 && s.FleetCPU >= s.CPUQuota, "fleet_cpu", "a fleet budget of %g cores needs cpu_quota set and at most the budget (the kernel refuses a budget under one server's quota), got cpu_quota %g", s.FleetCPU, s.CPUQuota)
+	c.Need(s.GoMaxProcs >= 0, "gomaxprocs", "want >= 0 (0 is Go's default), got %d", s.GoMaxProcs)
+	c.Need(s.GoMaxProcs <= 256, "gomaxprocs", "%d is more than 256 (Go's own limit is the CPUs it can use)", s.GoMaxProcs)
 	c = append(c, s.Settings.Check()...)
-	c.Need(s.Shards >= 1 && s.Shards <= 200000, "shards", "want 1 to 200000")
-	c.Need(s.BackendCells >= 1, "backend_cells", "want at least 1")
-	c.Need(s.RequestRate > 0, "request_rate", "want > 0")
-	c.Need(s.MaxInFlight >= 1, "max_in_flight", "want at least 1")
-	c.Need(s.RestartRate >= 0, "restart_rate", "want >= 0 (0 restarts every server at once)")
-	c.Need(s.HealthFailures >= 1, "health_failures", "want at least 1")
-	c.Need(s.HealthGrace.D() >= 0 && s.HealthTimeout.D() > 0, "health_timeout", "want > 0")
+	c.Need(s.PeerThreads != frontend.Pool || s.PoolThreads < s.ThreadLimit, "pool_threads", "%d threads do not fit under thread_limit %d beside the Go runtime's own", s.PoolThreads, s.ThreadLimit)
+	c.Need(s.Shards >= 1 && s.Shards <= MaxShards, "shards", "want 1 to %d, got %d", MaxShards, s.Shards)
+	c.Need(s.BackendCells >= 1, "backend_cells", "want at least 1, got %d", s.BackendCells)
+	c.Need(s.BackendCells <= max(s.Shards, 1), "backend_cells", "%d cells for %d shards leaves cells without a shard", s.BackendCells, s.Shards)
+	c.Need(s.RequestRate > 0, "request_rate", "want > 0, got %g", s.RequestRate)
+	c.Need(s.RequestRate <= MaxRequestRate, "request_rate", "%g requests/s is more than %d, what the load generator (one ticker on this machine) sends", s.RequestRate, MaxRequestRate)
+	c.Need(s.MaxInFlight >= 1, "max_in_flight", "want at least 1, got %d", s.MaxInFlight)
+	c.Need(s.MaxInFlight <= 10000, "max_in_flight", "%d is more than 10000 connections the load generator holds open", s.MaxInFlight)
+	c.Msg("start_spread", lab.CheckDuration(s.StartSpread, 0, ""))
+	c.Need(s.RestartRate >= 0, "restart_rate", "want >= 0 (0 restarts every server at once), got %g", s.RestartRate)
+	c.Need(s.RestartRate <= MaxRestartRate, "restart_rate", "%g servers/s is more than %d: write 0 to restart every server at once", s.RestartRate, MaxRestartRate)
+	c.Need(s.HealthFailures >= 1, "health_failures", "want at least 1, got %d", s.HealthFailures)
+	c.Msg("health_grace", lab.CheckDuration(s.HealthGrace, 0, ""))
+	c.Msg("health_timeout", lab.CheckDuration(s.HealthTimeout, time.Millisecond, "the least time a GET /status can take"))
+	return c
+}
+
+// CheckWarmup: the fleet starts over start_spread, within the warm-up.
+func (s *Settings) CheckWarmup(warmup time.Duration) []lab.Problem {
+	var c lab.Checks
+	c.Need(s.StartSpread.D() <= warmup, "start_spread", "%s is longer than the warm-up (%s): servers would still be starting when the first fault hits", s.StartSpread, lab.Duration(warmup))
 	return c
 }
 
@@ -124,6 +161,9 @@ func (s *Settings) Facts() []lab.Fact {
 	cpu := "no limit"
 	if s.CPUQuota > 0 {
 		cpu = strconv.FormatFloat(s.CPUQuota, 'g', -1, 64) + " cores per server (cgroup quota)"
+	}
+	if s.FleetCPU > 0 {
+		cpu += ", " + strconv.FormatFloat(s.FleetCPU, 'g', -1, 64) + " cores for the whole fleet (the run's cgroup)"
 	}
 	return []lab.Fact{
 		{Name: "Kind", Value: KindName},

@@ -50,6 +50,7 @@ func (w *workload) Seed(ctx context.Context) error {
 // Start starts the fleet (spread over start_spread) and the load.
 func (w *workload) Start(ctx context.Context) error {
 	ctx, w.stop = context.WithCancel(ctx)
+	w.shareCPU()
 	f, err := Start(ctx, Config{Settings: w.s, Env: w.env, Etcd: w.cluster.Endpoints(lab.FromSite), Prefix: w.prefix})
 	if err != nil {
 		return err
@@ -60,6 +61,24 @@ func (w *workload) Start(ctx context.Context) error {
 	w.load.SetStart(w.env.T0)
 	w.bg.Go(func() { w.load.Run(ctx) })
 	return nil
+}
+
+// shareCPU holds the fleet to fleet_cpu where the site can; elsewhere the
+// run says the budget was not enforced.
+func (w *workload) shareCPU() {
+	if w.s.FleetCPU <= 0 {
+		return
+	}
+	sc, ok := w.env.Site.(lab.SharedCPU)
+	if !ok {
+		w.env.Event("note", "harness", fmt.Sprintf("fleet_cpu %g: not enforced on the %s placement; the fleet competes for the machine's CPU", w.s.FleetCPU, w.env.Site.Placement().Name()))
+		return
+	}
+	if err := sc.ShareCPU(w.s.FleetCPU); err != nil {
+		w.env.Event("note", "harness", fmt.Sprintf("fleet_cpu %g: not enforced: %v", w.s.FleetCPU, err))
+		return
+	}
+	w.env.Event("note", "harness", fmt.Sprintf("the whole fleet held to %g cores together (fleet_cpu)", w.s.FleetCPU))
 }
 
 // Steady counts the servers routing.
@@ -102,7 +121,7 @@ func (w *workload) Progress() []slog.Attr {
 		succ = fmt.Sprintf("%.0f%%", 100*float64(b.OK)/float64(b.Attempts))
 	}
 	return []slog.Attr{slog.String("routing", fmt.Sprintf("%d/%d", ready, total)), slog.String("success", succ),
-		slog.Int("max_threads", maxThreads), slog.Int("limit", w.s.ThreadLimit)}
+		slog.String("threads", fmt.Sprintf("%d of %d", maxThreads, w.s.ThreadLimit))}
 }
 
 // Stop ends the load and the fleet.

@@ -89,17 +89,21 @@ func DefaultSettings() Settings {
 		Heartbeat: lab.Duration(time.Second), LeaseTTL: lab.Duration(3 * time.Second)}
 }
 
+// MaxPoolThreads bounds a pool of peer threads.
+const MaxPoolThreads = 1000
+
 // Check validates a server's settings.
 func (s Settings) Check() []lab.Problem {
 	var c lab.Checks
 	c.Need(s.PeerThreads == PerPeer || s.PeerThreads == Pool, "peer_threads", "want %s or %s, got %q", PerPeer, Pool, s.PeerThreads)
-	c.Need(s.PoolThreads >= 1, "pool_threads", "want at least 1")
-	c.Need(s.CellSize >= 0, "cell_size", "want >= 0")
+	c.Need(s.PoolThreads >= 1, "pool_threads", "want at least 1, got %d", s.PoolThreads)
+	c.Need(s.PoolThreads <= MaxPoolThreads, "pool_threads", "%d is more than %d: a pool that size is no bound (and more threads than a server's thread limit allows)", s.PoolThreads, MaxPoolThreads)
+	c.Need(s.CellSize >= 0, "cell_size", "want >= 0 (0 is one cell), got %d", s.CellSize)
 	c.Need(s.Bootstrap == FromPeers || s.Bootstrap == FromStore, "bootstrap", "want %s or %s, got %q", FromPeers, FromStore, s.Bootstrap)
-	c.Need(s.BootstrapTimeout.D() > 0, "bootstrap_timeout", "want > 0")
-	c.Need(s.LearnSpread.D() >= 0, "learn_spread", "want >= 0")
-	c.Need(s.Heartbeat.D() > 0, "heartbeat", "want > 0")
-	c.Need(s.LeaseTTL.D() >= time.Second, "lease_ttl", "want at least 1s")
+	c.Msg("bootstrap_timeout", lab.CheckDuration(s.BootstrapTimeout, time.Millisecond, "the least wait for a peer's shard-map"))
+	c.Msg("learn_spread", lab.CheckDuration(s.LearnSpread, 0, ""))
+	c.Msg("heartbeat", lab.CheckDuration(s.Heartbeat, 10*time.Millisecond, "faster peer messages busy every server with heartbeats alone"))
+	c.Msg("lease_ttl", lab.CheckDuration(s.LeaseTTL, time.Second, "etcd's leases are whole seconds"))
 	return c
 }
 

@@ -10,6 +10,9 @@
 //   - chaoslab/etcd:v3.6.16 and chaoslab/consul:1.14.11: FROM scratch with
 //     static binaries built from source (the Go modules under tools/ pin
 //     them), cached by version and build inputs.
+//   - chaoslab/postgres:15-deb12: the same way, Debian's postgresql-15
+//     with an entrypoint that keeps the official image's first-run
+//     contract (PGDATA, POSTGRES_USER, POSTGRES_HOST_AUTH_METHOD).
 //   - chaoslab/chaoslab:dev: FROM scratch with a static build of
 //     ./cmd/chaoslab.
 //
@@ -37,17 +40,19 @@ const (
 	DebianSuite      = "bookworm"
 	EtcdVersion      = "v3.6.16"
 	ConsulVersion    = "1.14.11" // the last MPL-2.0 line
+	PostgresMajor    = "15"      // Debian bookworm's postgresql-15
 
 	ZooKeeperRef = "chaoslab/zookeeper:" + ZooKeeperVersion + "-deb12"
 	EtcdRef      = "chaoslab/etcd:" + EtcdVersion
 	ConsulRef    = "chaoslab/consul:" + ConsulVersion
+	PostgresRef  = "chaoslab/postgres:" + PostgresMajor + "-deb12"
 
 	ChaoslabRepo       = "chaoslab/chaoslab"
 	DefaultChaoslabTag = "dev"
 )
 
 // Names are the images Build knows, in the order it builds them.
-var Names = []string{"zookeeper", "etcd", "consul", "chaoslab"}
+var Names = []string{"zookeeper", "etcd", "consul", "postgresql", "chaoslab"}
 
 // Options of Build and List.
 type Options struct {
@@ -102,6 +107,8 @@ func Ref(name string) string {
 		return EtcdRef
 	case "consul":
 		return ConsulRef
+	case "postgresql":
+		return PostgresRef
 	case "chaoslab":
 		return ChaoslabRef("")
 	}
@@ -275,6 +282,8 @@ func (b *builder) plan(ctx context.Context, name string) (*plan, error) {
 		return b.etcdPlan(ctx)
 	case "consul":
 		return b.consulPlan(ctx)
+	case "postgresql":
+		return b.postgresPlan()
 	case "chaoslab":
 		return b.chaoslabPlan(ctx)
 	}

@@ -137,6 +137,14 @@ func TestInputHash(t *testing.T) {
 	if p1.hash == p2.hash {
 		t.Error("the zookeeper hash does not cover the entrypoint")
 	}
+	q1, _ := (&builder{}).postgresPlan()
+	savedPG := pgEntrypoint
+	pgEntrypoint += "# changed\n"
+	q2, _ := (&builder{}).postgresPlan()
+	pgEntrypoint = savedPG
+	if q1.hash == q2.hash {
+		t.Error("the postgresql hash does not cover the entrypoint")
+	}
 }
 
 func TestWriteContext(t *testing.T) {
@@ -191,8 +199,11 @@ func TestSelectNames(t *testing.T) {
 	if all, _ := selectNames(nil); !reflect.DeepEqual(all, Names) {
 		t.Errorf("all: %v", all)
 	}
-	if _, err := selectNames([]string{"kafka"}); err == nil || !strings.Contains(err.Error(), "zookeeper, etcd, consul, chaoslab") {
+	if _, err := selectNames([]string{"kafka"}); err == nil || !strings.Contains(err.Error(), "zookeeper, etcd, consul, postgresql, chaoslab") {
 		t.Errorf("unknown name: %v", err)
+	}
+	if Ref("postgresql") != "chaoslab/postgres:15-deb12" {
+		t.Error("Ref postgresql")
 	}
 	if Ref("etcd") != EtcdRef || Ref("chaoslab") != "chaoslab/chaoslab:dev" || ChaoslabRef("v1") != "chaoslab/chaoslab:v1" || Ref("x") != "" {
 		t.Error("Ref")

@@ -208,20 +208,23 @@ func ensureMmdebstrap(ctx context.Context, b *builder) error {
 // not be left in the image) or if a file ZooKeeper needs is missing, and
 // returns the versions of the installed packages (from dpkg's status).
 func checkRootfs(path string, hosts []string) (map[string]string, error) {
+	return checkRootfsNeeds(path, hosts, []string{"usr/share/java/zookeeper.jar", "usr/share/java/servlet-api.jar",
+		"usr/share/java/slf4j-simple.jar", "usr/bin/java", "usr/local/bin/zk-entrypoint"})
+}
+
+// checkRootfsNeeds is checkRootfs with the paths (relative, no leading
+// slash) the image's program needs; a shell is always needed.
+func checkRootfsNeeds(path string, hosts, paths []string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	// Paths ZooKeeper needs; bookworm's /bin is a link to /usr/bin (merged
-	// /usr), so the shell is where the tarball says it is.
-	need := map[string]bool{
-		"usr/share/java/zookeeper.jar":    false,
-		"usr/share/java/servlet-api.jar":  false,
-		"usr/share/java/slf4j-simple.jar": false,
-		"usr/bin/java":                    false,
-		"usr/local/bin/zk-entrypoint":     false,
-		"usr/bin/sh":                      false,
+	// Bookworm's /bin is a link to /usr/bin (merged /usr), so the shell
+	// is where the tarball says it is.
+	need := map[string]bool{"usr/bin/sh": false}
+	for _, p := range paths {
+		need[p] = false
 	}
 	var debs map[string]string
 	tr := tar.NewReader(f)

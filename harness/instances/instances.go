@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -56,6 +57,9 @@ type inst struct {
 	sum         lab.Instance
 	proc        lab.Proc
 	alive       bool
+	// held, while an operator has the instance stopped, is closed when
+	// it may start again.
+	held chan struct{}
 }
 
 // Start launches the instances over the spread and returns at once.
@@ -73,7 +77,7 @@ func Start(ctx context.Context, cfg Config) *Group {
 	g.wg.Add(len(g.insts))
 	go func() {
 		for i := range g.insts {
-			if i > 0 && cfg.Spread > 0 && !sleep(ctx, cfg.Spread/time.Duration(cfg.Count)) {
+			if i > 0 && cfg.Spread > 0 && !lab.Sleep(ctx, cfg.Spread/time.Duration(cfg.Count)) {
 				for range g.insts[i:] {
 					g.wg.Done()
 				}
@@ -92,7 +96,15 @@ func (g *Group) run(ctx context.Context, i int) {
 		if err := g.once(ctx, i, inc); err != nil && ctx.Err() == nil {
 			g.cfg.Env.Record("note", g.insts[i].id, "could not start: "+err.Error())
 		}
-		if !g.cfg.Restart || !sleep(ctx, g.cfg.RestartDelay) {
+		if held := g.insts[i].heldNow(); held != nil {
+			select { // stopped by an operator: back when started, at once
+			case <-ctx.Done():
+				return
+			case <-held:
+				continue
+			}
+		}
+		if !g.cfg.Restart || !lab.Sleep(ctx, g.cfg.RestartDelay) {
 			return
 		}
 	}
@@ -164,6 +176,40 @@ func (g *Group) Stop() {
 	g.wg.Wait()
 }
 
+// Hold stops instance i until Release: its incarnation is killed and the
+// restart policy waits.
+func (g *Group) Hold(i int) error {
+	in := g.insts[i]
+	in.mu.Lock()
+	if in.held == nil {
+		in.held = make(chan struct{})
+	}
+	p := in.proc
+	in.mu.Unlock()
+	g.cfg.Env.Record("note", in.id, "stopped by an operator")
+	if p == nil {
+		return nil // not running now; it stays down until released
+	}
+	return p.Signal(syscall.SIGKILL)
+}
+
+// Release lets instance i, held by Hold, start again at once.
+func (g *Group) Release(i int) {
+	in := g.insts[i]
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.held != nil {
+		close(in.held)
+		in.held = nil
+	}
+}
+
+func (in *inst) heldNow() chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.held
+}
+
 // Len is the number of instances.
 func (g *Group) Len() int { return len(g.insts) }
 
@@ -198,15 +244,4 @@ func (g *Group) Summary(i int, edit func(*lab.Instance)) lab.Instance {
 	out := in.sum
 	out.Exits = append([]lab.Exit(nil), in.sum.Exits...)
 	return out
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -19,20 +19,8 @@ import (
 // Instances start over their spread, each exit is recorded, the restart
 // policy brings an instance back, and Stop ends them without an exit.
 func TestGroupRestartsAndStops(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for cgroups")
-	}
-	if mode, _ := limits.Detect(); mode == limits.ModeNone {
-		t.Skip("no cgroups")
-	}
-	p, err := local.New(lab.PlacementOptions{})
-	require.NoError(t, err)
-	dir := t.TempDir()
-	site, err := p.Open(context.Background(), "instances-test-"+time.Now().Format("150405.000"), dir, slog.Default())
-	require.NoError(t, err)
-	defer site.Close()
-	env := &lab.Env{Dir: dir, LogDir: filepath.Join(dir, "logs"), T0: time.Now(), Site: site, Log: slog.Default()}
-	require.NoError(t, os.MkdirAll(env.LogDir, 0o755))
+	env := localEnv(t, "instances-test-")
+	dir := env.Dir
 	var mu sync.Mutex
 	var lines []string
 	g := Start(context.Background(), Config{
@@ -64,4 +52,48 @@ func TestGroupRestartsAndStops(t *testing.T) {
 	require.Contains(t, lines, "first")
 	mu.Unlock()
 	require.False(t, g.Alive(0) || g.Alive(1))
+}
+
+// An instance an operator stops stays down past its restart delay, and
+// starts again at once when released.
+func TestGroupHoldsAnInstanceDown(t *testing.T) {
+	env := localEnv(t, "instances-hold-")
+	g := Start(context.Background(), Config{
+		Env: env, Count: 2, Prefix: "client", Role: "client", Restart: true, RestartDelay: 50 * time.Millisecond,
+		Program: func(i, inc int) lab.Program { return lab.Program{Command: []string{"sleep", "30"}} },
+	})
+	defer g.Stop()
+	require.Eventually(t, func() bool { return g.Alive(0) && g.Alive(1) }, 10*time.Second, 20*time.Millisecond)
+	var tg lab.Target = &Target{G: g, I: 0}
+	s, ok := tg.(lab.Stopper)
+	require.True(t, ok, "an instance can be held down")
+	require.NoError(t, s.Stop())
+	require.Eventually(t, func() bool { return !g.Alive(0) }, 5*time.Second, 20*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // ten restart delays
+	require.False(t, g.Alive(0), "the restart policy brought back an instance an operator stopped")
+	require.True(t, g.Alive(1))
+	require.NoError(t, s.Start(context.Background()))
+	require.Eventually(t, func() bool { return g.Alive(0) }, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, 2, g.Summary(0, nil).Starts)
+}
+
+// localEnv is a variant's environment on a local site of its own (closed
+// with the test); it skips without root or cgroups.
+func localEnv(t *testing.T, prefix string) *lab.Env {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for cgroups")
+	}
+	if mode, _ := limits.Detect(); mode == limits.ModeNone {
+		t.Skip("no cgroups")
+	}
+	p, err := local.New(lab.PlacementOptions{})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	site, err := p.Open(context.Background(), prefix+time.Now().Format("150405.000"), dir, slog.Default())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = site.Close() })
+	env := &lab.Env{Dir: dir, LogDir: filepath.Join(dir, "logs"), T0: time.Now(), Site: site, Log: slog.Default()}
+	require.NoError(t, os.MkdirAll(env.LogDir, 0o755))
+	return env
 }

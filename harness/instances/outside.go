@@ -14,6 +14,7 @@ import (
 // servers count them.
 const (
 	SeriesRSS         = "client.os_rss_mb"
+	SeriesMemory      = "client.memory_mb"
 	SeriesThreads     = "client.threads"
 	SeriesCPU         = "client.cpu_s"
 	SeriesOutstanding = "client.server_outstanding"
@@ -27,10 +28,17 @@ func Series() []lab.SeriesDef {
 		{Name: SeriesOutstanding, Title: "Requests of each client the servers have not answered yet (the servers' view: cons)", Unit: "requests"},
 		{Name: SeriesRequests, Title: "Requests the servers received from each client (cumulative, the servers' view)", Unit: "requests"},
 		{Name: SeriesConnections, Title: "Connections each client opened to the servers (cumulative, the servers' view)", Unit: "connections"},
-		{Name: SeriesRSS, Title: "Client RSS as the kernel counts it (MiB, /proc), against the memory limit", Unit: "MiB", Marks: []string{"oom-kill"}},
+		MemoryDef(),
+		{Name: SeriesRSS, Title: "Client RSS (MiB, /proc): the pages it maps, not what the memory limit counts", Unit: "MiB"},
 		{Name: SeriesThreads, Title: "Client threads (/proc)", Unit: "threads"},
 		{Name: SeriesCPU, Title: "Client CPU time (s, cumulative, /proc)", Unit: "s"},
 	}
+}
+
+// MemoryDef is the chart of what the memory limit is judged against: the
+// memory the kernel charges to each instance's cgroup.
+func MemoryDef() lab.SeriesDef {
+	return lab.SeriesDef{Name: SeriesMemory, Title: "Client memory charged to its cgroup (MiB): what the memory limit counts", Unit: "MiB", Marks: []string{"oom-kill"}}
 }
 
 // Metrics are the outside metrics every group's kind can declare.
@@ -40,6 +48,7 @@ func Metrics() []lab.MetricDef {
 	}
 	return []lab.MetricDef{
 		{Name: "clients.os_rss_mb.max", Unit: "MiB", Doc: "peak RSS of any client process as the kernel counts it (/proc), whatever the client reports", Reducer: red(SeriesRSS, "max", "")},
+		{Name: "clients.memory_mb.max", Unit: "MiB", Doc: "peak memory the kernel charged to any client's cgroup (memory.usage_in_bytes or memory.current): what the memory limit counts", Reducer: red(SeriesMemory, "max", "")},
 		{Name: "clients.threads.max", Unit: "threads", Doc: "most threads of any client process (/proc)", Reducer: red(SeriesThreads, "max", "")},
 		{Name: "clients.server_outstanding.max_from_fault", Unit: "requests", Doc: "from the first fault on, the most requests of one client the servers held unanswered (cons)", Reducer: red(SeriesOutstanding, "max", "from-fault")},
 	}
@@ -55,7 +64,10 @@ type outside struct {
 	conns []float64          // per instance: connections seen
 	rss   []float64          // per instance: the last RSS sample (MiB)
 	held  []float64          // per instance: the last outstanding sample
-	res   lab.Result
+	// enforced is the largest memory limit in force seen on an instance
+	// (bytes; a container's also holds its executable's page cache).
+	enforced float64
+	res      lab.Result
 }
 
 func (o *outside) run(ctx context.Context) {
@@ -78,10 +90,17 @@ func (o *outside) sampleProcs() {
 			continue
 		}
 		st := p.Stats()
+		if st.RSSBytes == 0 {
+			continue // exited and not yet reaped: nothing of it is measured
+		}
 		id := o.g.insts[i].id
 		o.mu.Lock()
 		o.rss[i] = float64(st.RSSBytes) / (1 << 20)
 		o.res.Add(SeriesRSS, id, "MiB", now, o.rss[i])
+		o.enforced = max(o.enforced, float64(st.MemoryLimitBytes))
+		if st.MemoryChargedBytes > 0 {
+			o.res.Add(SeriesMemory, id, "MiB", now, float64(st.MemoryChargedBytes)/(1<<20))
+		}
 		o.res.Add(SeriesThreads, id, "threads", now, float64(st.Threads))
 		o.res.Add(SeriesCPU, id, "s", now, st.CPUSeconds)
 		o.mu.Unlock()
@@ -140,6 +159,27 @@ func (g *Group) Record(r *lab.Result) {
 	g.out.mu.Lock()
 	defer g.out.mu.Unlock()
 	r.Series = append(r.Series, g.out.res.Series...)
+}
+
+// SetMemoryLimit draws the memory limit across the chart of charged
+// memory, as it was enforced (a container's also holds its executable's
+// page cache, which is charged to it).
+func (g *Group) SetMemoryLimit(r *lab.Result, limitMB int) {
+	if limitMB <= 0 {
+		return
+	}
+	mb := float64(limitMB)
+	label := "memory limit " + lab.FormatMB(mb)
+	if g != nil && g.out != nil {
+		g.out.mu.Lock()
+		e := g.out.enforced / (1 << 20)
+		g.out.mu.Unlock()
+		if e > mb {
+			label += " (+" + lab.FormatMB(e-mb) + " of page cache charged to each container)"
+			mb = e
+		}
+	}
+	r.SetLimit(SeriesMemory, mb, label)
 }
 
 // Latest is what the last samples saw: the largest RSS of a running

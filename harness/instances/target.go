@@ -57,3 +57,28 @@ func (c *Target) Kill() error {
 
 // Restart kills the instance: its group's restart policy brings it back.
 func (c *Target) Restart(context.Context) error { return c.Kill() }
+
+// holder is a group whose instances an operator can hold down (Group).
+type holder interface {
+	Hold(i int) error
+	Release(i int)
+}
+
+// Stop holds the instance down: killed, and not restarted until Start.
+func (c *Target) Stop() error {
+	h, ok := c.G.(holder)
+	if !ok {
+		return fmt.Errorf("%s cannot be held down", c.Name())
+	}
+	return h.Hold(c.I)
+}
+
+// Start lets a held instance start again.
+func (c *Target) Start(context.Context) error {
+	h, ok := c.G.(holder)
+	if !ok {
+		return fmt.Errorf("%s cannot be held down", c.Name())
+	}
+	h.Release(c.I)
+	return nil
+}

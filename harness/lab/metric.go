@@ -15,6 +15,9 @@ type SeriesDef struct {
 	Unit  string `json:"unit"`
 	// Marks are event kinds crossed on its chart (oom-kill, thread-limit).
 	Marks []string `json:"marks,omitempty"`
+	// State: each source's samples are a 0/1 state (connected or not);
+	// reports chart how many sources are in state 1 at each moment.
+	State bool `json:"state,omitempty"`
 }
 
 // Matches says whether a series name is this one, or one of the family a

@@ -97,6 +97,14 @@ type Site interface {
 	Close() error
 }
 
+// SharedCPU is implemented by a site that can hold every program of the
+// variant with a CPU limit of its own to one budget together (local: the
+// run's cgroup), so a workload calibrated on a small machine competes for
+// CPU the same way on a bigger one.
+type SharedCPU interface {
+	ShareCPU(cores float64) error
+}
+
 // Program is one incarnation of a program to start on a Site.
 type Program struct {
 	// Name is unique in the variant ("client-03-1"); Alias is the host
@@ -167,6 +175,12 @@ type ProcStats struct {
 	PidsRefused uint64
 	// MemoryLimitBytes is the memory limit in force (0 = none).
 	MemoryLimitBytes int64
+	// MemoryChargedBytes is the memory the kernel charges to the
+	// program's cgroup, what the limit is judged against (v1
+	// memory.usage_in_bytes, v2 memory.current; a container's cgroup, as
+	// the engine reports it); 0 when no cgroup accounts it. It counts
+	// page cache and kernel memory and may differ from the RSS either way.
+	MemoryChargedBytes int64
 	// MemoryNote says how the limit relates to Limits.MemoryMB when it
 	// differs (a container's page cache allowance).
 	MemoryNote string

@@ -42,6 +42,20 @@ type System interface {
 	Metrics() []MetricDef
 }
 
+// SystemProgress is implemented by a system with a few figures of its
+// servers' latest sample worth showing a person watching a run (the most
+// requests outstanding at any server), each a key and a value.
+type SystemProgress interface {
+	Progress(round []MemberSample) []slog.Attr
+}
+
+// DataHolder is implemented by a cluster whose servers keep their data
+// on this machine: the runner removes these folders once the cluster is
+// closed, unless the run keeps its data (chaoslab run --keep-data).
+type DataHolder interface {
+	DataDirs() []string
+}
+
 // View is where an address is used from.
 type View int
 

@@ -96,6 +96,13 @@ type ClientProgram struct {
 func (c *ClientProgram) Check() []Problem {
 	var ps Checks
 	ps.Need(len(c.Command) > 0 || c.Image != "", "command", "a client program needs a command (local) or an image (docker)")
+	ps.Need(len(c.Command) == 0 || c.Command[0] != "", "command[0]", "want the program, not an empty word")
+	if c.Name != "" {
+		ps.Msg("name", CheckLabel(c.Name))
+	}
+	for k := range c.Env {
+		ps.Msg("env."+k, CheckEnvName(k))
+	}
 	return ps
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/zkensemble"
 )
 
@@ -74,4 +75,22 @@ func NoCgroups(t *testing.T, id string) {
 	if left := append(v1, v2...); len(left) > 0 {
 		t.Errorf("cgroups of the run are left: %v", left)
 	}
+}
+
+// LocalPlacement is the registered local placement (its package linked by
+// the test), skipping the test where it cannot run here.
+func LocalPlacement(t *testing.T, ctx context.Context, log *slog.Logger) lab.Placement {
+	t.Helper()
+	newPlacement, err := lab.GetPlacement("local")
+	if err != nil {
+		t.Fatalf("get placement: %v", err)
+	}
+	plc, err := newPlacement(lab.PlacementOptions{Log: log})
+	if err != nil {
+		t.Fatalf("new placement: %v", err)
+	}
+	if err := plc.Available(ctx); err != nil {
+		t.Skipf("local placement: %v", err)
+	}
+	return plc
 }

@@ -561,3 +561,41 @@ func TestIntegration_CPULimit(t *testing.T) {
 	require.Less(t, cpu, 0.45, "CPU time not held near 0.2 s")
 	require.Positive(t, st.CPUThrottledPeriods)
 }
+
+// TestIntegration_RunCPULimit holds two spinners, each allowed 0.9 cores,
+// to 0.9 cores together with the run's budget (1.8 without it, on a host
+// of 2 cores or more).
+func TestIntegration_RunCPULimit(t *testing.T) {
+	needCgroups(t)
+	m := newTestManager(t, "runcpu")
+	var groups []*Group
+	for _, name := range []string{"a", "b"} {
+		g, err := m.NewGroup(name, Limits{MemoryBytes: 128 << 20, CPUCores: 0.9})
+		require.NoError(t, err)
+		if st, _ := g.Stats(); !st.CPUEnforced {
+			t.Skip("cpu controller not available")
+		}
+		groups = append(groups, g)
+	}
+	require.NoError(t, m.LimitCPU(0.9))
+	require.Error(t, m.LimitCPU(0))
+	outs := make([]*syncBuffer, len(groups))
+	cmds := make([]*exec.Cmd, len(groups))
+	for i, g := range groups {
+		outs[i] = &syncBuffer{}
+		cmds[i] = helperCmd("spin")
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+		require.NoError(t, g.Start(cmds[i]))
+	}
+	total := 0.0
+	for i, c := range cmds {
+		require.NoError(t, c.Wait(), outs[i].String())
+		var cpu float64
+		var x int
+		_, err := fmt.Sscanf(strings.TrimSpace(outs[i].String()), "cpu %f %d", &cpu, &x)
+		require.NoError(t, err, outs[i].String())
+		total += cpu
+	}
+	t.Logf("two spinners allowed 0.9 cores each, the run 0.9: %.3f s of CPU together in 1 s", total)
+	require.Less(t, total, 1.3, "the run's CPU budget did not hold")
+}

@@ -875,3 +875,44 @@ func parseKernelVersion(release string) (major, minor int, ok bool) {
 	}
 	return major, minor, true
 }
+
+// LimitCPU holds every group of the run that has a CPU limit of its own to
+// cores together: the run's share of the machine, the same on a host of 2
+// cores as on one of 64 (v1 cpu.cfs_quota_us of the run's cpu group, v2
+// cpu.max of the run group). On v1 the kernel refuses a budget smaller
+// than one group's own limit. It says so when the cpu controller cannot be
+// used; in ModeNone it does nothing.
+func (m *Manager) LimitCPU(cores float64) error {
+	if cores <= 0 {
+		return fmt.Errorf("limits: run cpu: want more than 0 cores, got %g", cores)
+	}
+	q := cpuQuotaUS(cores)
+	switch m.layout.mode {
+	case ModeV1:
+		if m.layout.cpuMount == "" {
+			return errors.New("limits: run cpu: the cpu controller is not mounted")
+		}
+		dir := filepath.Join(m.layout.cpuMount, baseName, m.runID)
+		if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), []byte(strconv.Itoa(cpuPeriodUS)), 0); err != nil {
+			return fmt.Errorf("limits: run cpu: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.FormatInt(q, 10)), 0); err != nil {
+			return fmt.Errorf("limits: run cpu: %w", err)
+		}
+	case ModeV2:
+		if !m.layout.v2CPU {
+			return errors.New("limits: run cpu: the cpu controller is not available")
+		}
+		if err := m.v2.ToggleControllers([]string{"cpu"}, cgroup2.Enable); err != nil {
+			return fmt.Errorf("limits: run cpu: enable cpu: %w", err)
+		}
+		p := uint64(cpuPeriodUS)
+		if err := m.v2.Update(&cgroup2.Resources{CPU: &cgroup2.CPU{Max: cgroup2.NewCPUMax(&q, &p)}}); err != nil {
+			return fmt.Errorf("limits: run cpu: %w", err)
+		}
+	default:
+		return nil
+	}
+	m.logger.Info("limits: run held to a CPU budget", "cores", cores)
+	return nil
+}

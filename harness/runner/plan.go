@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -111,7 +112,23 @@ func (p *plan) preflight() error {
 	if merr != nil {
 		return fmt.Errorf("check placement: %w", merr)
 	}
-	for i, step := range p.s.Timeline.Faults {
+	for _, name := range slices.Sorted(maps.Keys(p.works)) {
+		if err := p.faultsFit(name, member); err != nil {
+			return err
+		}
+	}
+	return p.workloadFits()
+}
+
+// faultsFit refuses a variant's fault steps (its parameters over the
+// scenario's) that the placement's member or the workload's groups
+// cannot take.
+func (p *plan) faultsFit(variant string, member lab.Target) error {
+	steps, err := p.s.FaultsFor(variant)
+	if err != nil {
+		return err
+	}
+	for i, step := range steps {
 		f, err := step.NewFault()
 		if err != nil {
 			return err
@@ -125,10 +142,10 @@ func (p *plan) preflight() error {
 			t = p.kind.Probe(sel.Group)
 		}
 		if err := f.Available(t); err != nil {
-			return fmt.Errorf("check faults: timeline.faults[%d] %s on the %s placement: %w", i, step.Fault, p.plc.Name(), err)
+			return fmt.Errorf("check faults: %s: timeline.faults[%d] %s on the %s placement: %w", variant, i, step.Fault, p.plc.Name(), err)
 		}
 	}
-	return p.workloadFits()
+	return nil
 }
 
 // workloadFits asks the kind whether every variant's workload can run on

@@ -17,8 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/journal"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/limits"
+	"github.com/chaoslab/chaoslab/harness/progress"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -52,7 +54,19 @@ type Options struct {
 	// OnEvent, when set, is called for every timeline event as it happens
 	// (faults, health checks, notes), e.g. to drive a game-day display.
 	OnEvent func(variant string, e lab.Event)
-	Logger  *slog.Logger
+	// Watch, when set, is told each variant's phase changes and, every
+	// second, its status (the console's progress display).
+	Watch progress.Watcher
+	// Steer, when set, lets a facilitator hold, hurry, extend or end each
+	// variant's timeline and operators take actions on it (gameday).
+	Steer Steer
+	// OnDir, when set, is called with the run folder once it exists
+	// (to open the run's log file there).
+	OnDir func(dir string)
+	// KeepData keeps the servers' data directories in the run folder;
+	// by default they are removed once the servers have stopped.
+	KeepData bool
+	Logger   *slog.Logger
 }
 
 // plan is what a run is made of, resolved before anything starts.
@@ -64,18 +78,34 @@ type plan struct {
 	why   string
 	topos map[string]lab.Settings
 	works map[string]lab.Settings
+	// setup and tail are what a variant's servers' start and its
+	// teardown took last, for the next variant's schedule.
+	setup, tail time.Duration
+	*aborter
+	// journal is the run's journal (nil: none).
+	journal *journal.Writer
 }
 
 // Run replays s and writes its report. The returned report is always
 // written when the run got as far as creating its folder, also when ctx is
-// cancelled (verdict aborted); err is for failures of the lab itself.
-func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report, error) {
+// cancelled or something panics (verdict aborted); err is for failures of
+// the lab itself, a panic included.
+func Run(ctx context.Context, s *scenarios.Scenario, o Options) (rep *reports.Report, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.OutDir == "" {
 		o.OutDir = filepath.Join("out", "runs")
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	a := &aborter{cancel: cancel, log: o.Logger}
+	defer func() {
+		if x := recover(); x != nil {
+			err = a.panicked("the run", x)
+			rep = nil
+		}
+	}()
 	s, src, err := withClient(s, &o)
 	if err != nil {
 		return nil, err
@@ -83,10 +113,12 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if len(o.Variants) == 0 {
 		o.Variants = s.VariantNames()
 	}
+	sweepJournals(ctx, o.OutDir, o.Logger)
 	p, err := newPlan(ctx, s, &o)
 	if err != nil {
 		return nil, err
 	}
+	p.aborter = a
 	start := time.Now()
 	runID := fmt.Sprintf("%s-%s", s.ID, start.UTC().Format("20060102T150405Z"))
 	dir, err := filepath.Abs(filepath.Join(o.OutDir, runID))
@@ -96,18 +128,34 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run dir: %w", err)
 	}
+	if o.OnDir != nil {
+		o.OnDir(dir)
+	}
 	r := newReport(s, p, o, runID, start)
 	if src != nil {
 		r.ScenarioYAML = string(src)
 	}
-	log := o.Logger.With("run", runID)
-	log.Info("run starting", "scenario", s.ID, "variants", o.Variants, "seed", o.Seed, "dir", dir,
-		"placement", p.plc.Name(), "per_variant", s.RunLength().String())
+	p.journal = openJournal(dir, r, o.Variants, o.Logger)
+	defer closeJournal(p.journal, dir, o.Logger)
+	defer func() {
+		if x := recover(); x != nil {
+			rep, err = r, errors.Join(err, a.panicked("the run", x), writeAborted(r, dir))
+		}
+	}()
+	return r, p.execute(ctx, r, o, dir)
+}
+
+// execute prepares the placement and the system, runs the variants and
+// writes the report.
+func (p *plan) execute(ctx context.Context, r *reports.Report, o Options, dir string) error {
+	log := o.Logger
+	log.Info("run starting", "run", r.RunID, "scenario", p.s.ID, "variants", o.Variants, "seed", o.Seed, "dir", dir,
+		"placement", p.plc.Name(), "per_variant", p.s.RunLength().String())
 	if p.why != "" {
 		log.Info("placement", "placement", p.plc.Name(), "why", p.why)
 	}
 	if err := p.prepare(ctx, log); err != nil {
-		return nil, err
+		return err
 	}
 	runErr := p.variants(ctx, r, o, dir, log)
 	for k, v := range p.plc.Versions() {
@@ -120,10 +168,32 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (*reports.Report
 	if _, _, err := r.Recheck(nil); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	runErr = errors.Join(runErr, panicOf(ctx))
 	if err := reports.Write(r, dir); err != nil {
-		return r, errors.Join(runErr, err)
+		return errors.Join(runErr, err)
 	}
-	return r, runErr
+	return runErr
+}
+
+// writeAborted writes the report of a run a panic cut short outside its
+// variants: every variant without a verdict is aborted.
+func writeAborted(r *reports.Report, dir string) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			err = fmt.Errorf("write aborted report: panic: %v", x)
+		}
+	}()
+	for _, v := range r.Variants {
+		if v.Verdict == "" {
+			v.Verdict, v.Reason = verdict.Aborted, "aborted: the run panicked"
+		}
+	}
+	r.EndedAt = time.Now()
+	_, _, _ = r.Recheck(nil)
+	if r.Verdict != verdict.Aborted {
+		r.Verdict, r.Reason, r.ExpectationMet = verdict.Aborted, "aborted: the run panicked", false
+	}
+	return reports.Write(r, dir)
 }
 
 // variants runs each variant in turn on fresh servers.
@@ -137,17 +207,16 @@ func (p *plan) variants(ctx context.Context, r *reports.Report, o Options, dir s
 		vr.Facts = facts(p.topos[name], p.works[name])
 		r.Variants = append(r.Variants, vr)
 		if ctx.Err() != nil {
-			vr.Verdict, vr.Reason = verdict.Aborted, "not started: the run was interrupted"
+			vr.Verdict, vr.Reason = verdict.Aborted, "not started: "+abortReason(ctx)
 			continue
 		}
-		v := &variant{p: p, name: name, vr: vr, o: o, index: i, of: len(o.Variants),
-			seed: uint64(o.Seed + int64(i)*7919), dir: filepath.Join(dir, name),
-			runID: variantRunID(p.s.ID, name, time.Now()), log: log.With("variant", name)}
+		v := p.newVariant(vr, o, i, dir, log)
+		p.journalVariant(vr, false)
 		log.Info("variant starting", "variant", name, "of", fmt.Sprintf("%d/%d", i+1, len(o.Variants)))
-		err := v.run(ctx)
+		err := v.guarded(ctx)
 		switch {
 		case ctx.Err() != nil:
-			vr.Verdict, vr.Reason = verdict.Aborted, "interrupted: "+context.Cause(ctx).Error()
+			vr.Verdict, vr.Reason = verdict.Aborted, abortReason(ctx)
 		case err != nil:
 			vr.LabError = err.Error()
 			vr.Verdict, vr.Reason = verdict.Inconclusive, "the lab failed: "+err.Error()
@@ -157,9 +226,45 @@ func (p *plan) variants(ctx context.Context, r *reports.Report, o Options, dir s
 			r.Versions[p.sys.Name()] = v.version
 		}
 		vr.LogDir = name + "/logs"
+		p.measured(vr.Timing)
+		p.journalVariant(vr, true)
 		log.Info("variant done", "variant", name, "verdict_inputs", shortMetrics(vr.Metrics, p.s))
 	}
 	return runErr
+}
+
+// newVariant is the i-th variant of the run, scheduled with what the
+// variants before it took.
+func (p *plan) newVariant(vr *reports.VariantResult, o Options, i int, dir string, log *slog.Logger) *variant {
+	name := vr.Name
+	v := &variant{p: p, name: name, vr: vr, o: o, index: i, of: len(o.Variants),
+		seed: uint64(o.Seed + int64(i)*7919), dir: filepath.Join(dir, name),
+		runID: variantRunID(p.s.ID, name, time.Now()), log: log.With("variant", name)}
+	v.sched = schedule{length: p.s.RunLength(), warm: p.s.Timeline.Warmup.D(), setup: setupGuess, tail: tailGuess}
+	if p.setup > 0 {
+		v.sched.setup, v.sched.tail = p.setup, p.tail
+	}
+	return v
+}
+
+// measured keeps what a variant's setup and teardown took.
+func (p *plan) measured(t reports.Timing) {
+	if t.SetupS > 0 {
+		p.setup = time.Duration(t.SetupS * float64(time.Second))
+		p.tail = time.Duration(t.TeardownS * float64(time.Second))
+	}
+}
+
+// guarded runs the variant; a panic in its pipeline (the runner's or a
+// plug-in's, on this goroutine) is recovered once the variant's deferred
+// cleanup ran, and aborts the run.
+func (v *variant) guarded(ctx context.Context) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			err = v.p.panicked("variant "+v.name, x)
+		}
+	}()
+	return v.run(ctx)
 }
 
 // withClient adds the user's client to the scenario as a variant, and

@@ -2,11 +2,7 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"math"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,18 +56,25 @@ func (s *sampler) record(r *lab.Result, defs []lab.SeriesDef) {
 		units[d.Name] = d.Unit
 	}
 	roles := map[string]string{}
+	// reported: the series each source has given a value of; a source
+	// that does not answer is a gap only in those (a source of one
+	// series, such as the servers' logs, is not one of every other).
+	reported := map[[2]string]bool{}
 	for _, round := range rounds {
 		leader, t := 0.0, math.Inf(1)
 		for _, m := range round {
 			t = math.Min(t, m.T)
 			for name, unit := range units {
 				v := math.NaN()
+				key := [2]string{name, m.Member}
 				if m.OK {
-					if x, ok := m.Values[name]; ok {
-						v = x
-					} else {
+					x, ok := m.Values[name]
+					if !ok {
 						continue
 					}
+					v, reported[key] = x, true
+				} else if !reported[key] {
+					continue
 				}
 				r.Add(name, m.Member, unit, m.T, v)
 			}
@@ -89,38 +92,4 @@ func (s *sampler) record(r *lab.Result, defs []lab.SeriesDef) {
 			r.Add(lab.SeriesLeader, "cluster", "0/1", t, leader)
 		}
 	}
-}
-
-// progress logs a line every few seconds so a long run shows where it is.
-func (v *variant) progress(ctx context.Context, w lab.Workload, smp *sampler) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	total := v.p.s.RunLength().Round(time.Second)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		el := time.Duration(v.env.Now() * float64(time.Second)).Round(time.Second)
-		attrs := []any{"phase", v.phase.get(), "variant", fmt.Sprintf("%d/%d", v.index+1, v.of)}
-		for _, a := range w.Progress() {
-			attrs = append(attrs, a)
-		}
-		attrs = append(attrs, slog.String("servers", states(smp.last())))
-		v.log.Info(fmt.Sprintf("progress %s of ~%s", el, total), attrs...)
-	}
-}
-
-func states(round []lab.MemberSample) string {
-	var st []string
-	for _, m := range round {
-		role := m.Role
-		if !m.OK {
-			role = "no-answer"
-		}
-		st = append(st, m.Member+"="+role)
-	}
-	sort.Strings(st)
-	return strings.Join(st, " ")
 }

@@ -17,17 +17,24 @@ func TestSamplerRecord(t *testing.T) {
 		return lab.MemberSample{T: t, Member: m, OK: true, Role: role, Values: map[string]float64{"server.outstanding_requests": out}}
 	}
 	s := &sampler{rounds: [][]lab.MemberSample{
-		{ok(1, "zk1", "leader", 5), ok(1.01, "zk2", "follower", 3)},
+		{ok(1, "zk1", "leader", 5), ok(1.01, "zk2", "follower", 3), {T: 1, Member: "logs", OK: true, Values: map[string]float64{"ensemble.elections": 0}}},
 		{{T: 2, Member: "zk1"}, ok(2.01, "zk2", "follower", 9)},
 		{ok(3, "zk1", "follower", 1), ok(3.01, "zk2", "leader", 2)},
 	}}
 	r := &lab.Result{}
-	s.record(r, []lab.SeriesDef{{Name: "server.outstanding_requests", Unit: "requests"}})
+	s.record(r, []lab.SeriesDef{{Name: "server.outstanding_requests", Unit: "requests"}, {Name: "ensemble.elections", Unit: "elections"}})
 	zk1 := r.SeriesFor("server.outstanding_requests", "zk1", "")
 	require.Equal(t, "requests", zk1.Unit)
 	require.Len(t, zk1.Points, 3)
 	require.Equal(t, 5.0, float64(zk1.Points[0].V))
 	require.True(t, math.IsNaN(float64(zk1.Points[1].V)), "no answer is a gap")
+	var sources []string
+	for _, sr := range r.Series {
+		if sr.Name == "ensemble.elections" {
+			sources = append(sources, sr.Source)
+		}
+	}
+	require.Equal(t, []string{"logs"}, sources, "a member that does not answer is a gap only in the series it gives")
 	leader := r.SeriesFor(lab.SeriesLeader, "cluster", "")
 	var vals []float64
 	for _, p := range leader.Points {

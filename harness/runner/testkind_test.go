@@ -31,6 +31,9 @@ type probeSettings struct {
 	Every lab.Duration `yaml:"every" json:"every"`
 	// Timeout is the session timeout of the probe's connection.
 	Timeout lab.Duration `yaml:"timeout" json:"timeout"`
+	// Panic makes the probe panic, for the tests of a run's abort: in
+	// "start" or in "progress" (the runner's progress display).
+	Panic string `yaml:"panic" json:"panic"`
 }
 
 func (p *probeSettings) Check() []lab.Problem {
@@ -85,6 +88,9 @@ func (p *probe) Start(ctx context.Context) error {
 		return err
 	}
 	p.conn = conn
+	if p.s.Panic == "start" {
+		panic("the test probe panics in Start")
+	}
 	ctx, p.stop = context.WithCancel(ctx)
 	p.wg.Go(func() {
 		t := time.NewTicker(p.s.Every.D())
@@ -124,7 +130,14 @@ func (p *probe) Steady() lab.Steady {
 }
 
 func (p *probe) Targets(string) []lab.Target { return nil }
-func (p *probe) Progress() []slog.Attr       { return []slog.Attr{slog.Int("answers", p.answers)} }
+func (p *probe) Progress() []slog.Attr {
+	if p.s.Panic == "progress" {
+		panic("the test probe panics in Progress")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return []slog.Attr{slog.Int("answers", p.answers)}
+}
 
 func (p *probe) Stop(context.Context) error {
 	if p.stop != nil {

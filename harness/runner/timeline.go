@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
@@ -25,6 +26,9 @@ type health struct {
 const (
 	healthBefore = 20 * time.Second
 	healthAfter  = 30 * time.Second
+	// healthGlance is the check around a step with its own gate
+	// (faults.SelfGated): what the cluster looks like, not a wait.
+	healthGlance = 5 * time.Second
 )
 
 // timeline waits out the warm-up, counted from workStart (the workload's
@@ -32,8 +36,11 @@ const (
 // steady (up to as long again), injects each fault with a health check
 // before and after, and observes until the end.
 func (v *variant) timeline(ctx context.Context, c lab.Cluster, w lab.Workload, workStart time.Time) error {
-	tl := v.p.s.Timeline
-	warm := tl.Warmup.D()
+	warm := v.p.s.Timeline.Warmup.D()
+	steps, err := v.p.s.FaultsFor(v.name)
+	if err != nil {
+		return err
+	}
 	if !sleepUntil(ctx, workStart.Add(warm)) {
 		return nil
 	}
@@ -44,18 +51,36 @@ func (v *variant) timeline(ctx context.Context, c lab.Cluster, w lab.Workload, w
 	v.tl.WarmEnd = v.env.Clock(warmEnd)
 	runEnd := warmEnd.Add(v.p.s.RunLength() - warm)
 	v.tl.End = v.env.Clock(runEnd)
+	v.sched.update(func(s *schedule) { s.end = runEnd })
 	var errs []error
-	for i, step := range tl.Faults {
-		if !sleepUntil(ctx, warmEnd.Add(step.At.D())) {
+	acted := v.actions(ctx, c, w)
+	defer func() { v.vr.Faults = append(v.vr.Faults, acted()...) }()
+	for i, step := range steps {
+		if step.At.D() > 0 {
+			v.enter(fmt.Sprintf("steady, fault %d/%d at +%s", i+1, len(steps), step.At))
+		}
+		g := v.steered(ctx, warmEnd.Add(step.At.D()), step.Fault)
+		if !g.OK {
 			return nil
 		}
-		v.phase.set(fmt.Sprintf("fault %d/%d %s", i+1, len(tl.Faults), step.Fault))
+		if g.End {
+			v.env.Event("procedure-stopped", "facilitator", fmt.Sprintf("run ended by the facilitator; %d fault step(s) not injected", len(steps)-i))
+			break
+		}
 		if err := v.inject(ctx, i, step, c, w); err != nil {
+			if errors.Is(err, lab.ErrStopTimeline) {
+				v.env.Event("procedure-stopped", step.Target, fmt.Sprintf("%v; %d later fault step(s) not injected", err, len(steps)-i-1))
+				break
+			}
 			errs = append(errs, err)
 		}
-		v.phase.set("observe")
 	}
-	sleepUntil(ctx, runEnd)
+	if ctx.Err() == nil {
+		v.enter("observe")
+	}
+	if g := v.steered(ctx, runEnd, "end"); g.OK && v.o.Steer != nil {
+		v.tl.End = v.env.Now()
+	}
 	return errors.Join(errs...)
 }
 
@@ -84,39 +109,37 @@ func (v *variant) waitSteady(ctx context.Context, w lab.Workload, deadline time.
 // only a fault that could not be built, injected or undone is the lab's
 // failure.
 func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c lab.Cluster, w lab.Workload) error {
-	f, err := step.NewFault()
+	f, sel, err := v.faultFor(step)
 	if err != nil {
 		return err
 	}
-	groups := v.p.kind.Groups()
-	sel, err := lab.ParseSelector(step.Target, v.p.sys.Roles(), groups)
-	if err != nil {
-		return err
+	before, after := healthBefore, healthAfter
+	if g, ok := f.(faults.SelfGated); ok && g.SelfGated() {
+		before, after = healthGlance, healthGlance
 	}
-	v.checkHealth(ctx, "before "+step.Fault, c, w, healthBefore)
-	rctx, cancel := context.WithTimeout(ctx, healthBefore)
-	targets, err := sel.Resolve(rctx, c, w, groups, v.env.Rand(uint64(100+i)))
-	cancel()
+	v.checkHealth(ctx, "before "+step.Fault, c, w, before)
+	targets, err := v.targetsFor(ctx, sel, c, w, uint64(100+i))
 	if err != nil {
 		v.env.Event("fault-skipped", step.Target, fmt.Sprintf("%s not injected: %v", step.Fault, err))
 		return nil
 	}
-	for _, t := range targets {
-		if err := f.Available(t); err != nil {
-			return err
-		}
+	if err := available(f, targets); err != nil {
+		return err
 	}
 	fw := lab.FaultWindow{Fault: step.Fault, Target: step.Target, Member: names(targets), Start: v.env.Now(), Params: step.ParamsMap()}
+	v.enter(fmt.Sprintf("fault %d/%d %s %s (%s) for %s", i+1, len(v.p.s.Timeline.Faults), step.Fault, fw.Member, step.Target, step.Duration))
 	v.env.Event("fault", fw.Member, fmt.Sprintf("%s %s (%s) for %s", step.Fault, fw.Member, step.Target, step.Duration))
-	ierr := injectAll(ctx, f, targets, step.Duration.D())
+	v.journalFault(fw, true)
+	ierr := injectAll(ctx, v.p.aborter, f, targets, step.Duration.D())
 	fw.End = v.env.Now()
 	if ierr != nil && ctx.Err() == nil {
 		fw.Detail = ierr.Error()
 	}
 	v.vr.Faults = append(v.vr.Faults, fw)
+	v.journalFault(fw, false)
 	v.env.Event("fault-end", fw.Member, step.Fault+" ended")
 	ended := time.Now()
-	if ok := v.checkHealth(ctx, "after "+step.Fault, c, w, healthAfter); ok {
+	if ok := v.checkHealth(ctx, "after "+step.Fault, c, w, after); ok {
 		v.health.afterLast = time.Since(ended).Seconds()
 	} else {
 		v.health.afterLast = math.Inf(1)
@@ -128,13 +151,22 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 }
 
 // injectAll injects f into every target at once and waits for all.
-func injectAll(ctx context.Context, f interface {
+// A panic in the fault aborts the run.
+func injectAll(ctx context.Context, a *aborter, f interface {
+	Name() string
 	Inject(context.Context, lab.Target, time.Duration) error
 }, targets []lab.Target, d time.Duration) error {
 	errs := make([]error, len(targets))
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		wg.Go(func() { errs[i] = f.Inject(ctx, t, d) })
+		wg.Go(func() {
+			defer func() {
+				if x := recover(); x != nil {
+					errs[i] = a.panicked("fault "+f.Name()+" on "+t.Name(), x)
+				}
+			}()
+			errs[i] = f.Inject(ctx, t, d)
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -192,4 +224,32 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-timer.C:
 		return true
 	}
+}
+
+// faultFor builds a step's fault and parses its target selector.
+func (v *variant) faultFor(step scenarios.FaultStep) (faults.Fault, lab.Selector, error) {
+	f, err := step.NewFault()
+	if err != nil {
+		return nil, lab.Selector{}, err
+	}
+	sel, err := lab.ParseSelector(step.Target, v.p.sys.Roles(), v.p.kind.Groups())
+	return f, sel, err
+}
+
+// targetsFor resolves sel now, within the health check's deadline, with
+// randomness seeded by seed.
+func (v *variant) targetsFor(ctx context.Context, sel lab.Selector, c lab.Cluster, w lab.Workload, seed uint64) ([]lab.Target, error) {
+	rctx, cancel := context.WithTimeout(ctx, healthBefore)
+	defer cancel()
+	return sel.Resolve(rctx, c, w, v.p.kind.Groups(), v.env.Rand(seed))
+}
+
+// available says whether f can act on every target.
+func available(f faults.Fault, targets []lab.Target) error {
+	for _, t := range targets {
+		if err := f.Available(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -201,7 +201,7 @@ func (e Ensemble[M]) Health(sts []Status[M]) (M, []M, string) {
 	var zero M
 	var bad []M
 	var probs []string
-	running, followers := 0, 0
+	running, followers, observers := 0, 0, 0
 	var leader *Status[M]
 	for i, s := range sts {
 		if !s.Running {
@@ -220,6 +220,8 @@ func (e Ensemble[M]) Health(sts []Status[M]) (M, []M, string) {
 			leader = &sts[i]
 		case s.State == StateFollower:
 			followers++
+		case s.State == StateObserver:
+			observers++
 		default:
 			bad = append(bad, s.M)
 			probs = append(probs, e.describe(s))
@@ -232,10 +234,13 @@ func (e Ensemble[M]) Health(sts []Status[M]) (M, []M, string) {
 		probs = append(probs, "no leader ("+e.Summary(sts)+")")
 	}
 	if len(probs) == 0 && leader.State == StateLeader {
-		if v, ok := leader.KV["zk_synced_followers"]; ok {
-			if synced, err := strconv.Atoi(v); err == nil && synced < followers {
+		for _, c := range []struct {
+			key, what string
+			n         int
+		}{{"zk_synced_followers", "follow", followers}, {"zk_synced_observers", "observe", observers}} {
+			if synced, ok := SyncedCount(leader.KV, c.key); ok && synced < c.n {
 				bad = append(bad, leader.M)
-				probs = append(probs, fmt.Sprintf("%s: leader has %d synced followers, %d members follow", e.Name(leader.M), synced, followers))
+				probs = append(probs, fmt.Sprintf("%s: leader has %d %s, %d members %s", e.Name(leader.M), synced, strings.ReplaceAll(strings.TrimPrefix(c.key, "zk_"), "_", " "), c.n, c.what))
 			}
 		}
 	}
@@ -244,6 +249,21 @@ func (e Ensemble[M]) Health(sts []Status[M]) (M, []M, string) {
 		return zero, dedup(bad), strings.Join(probs, "; ")
 	}
 	return leader.M, nil, ""
+}
+
+// SyncedCount reads one of a leader's mntr counts of synced learners
+// (zk_synced_followers, zk_synced_observers); ok is false when the
+// server does not report it.
+func SyncedCount(kv map[string]string, key string) (int, bool) {
+	v, ok := kv[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 func dedup[M comparable](ms []M) []M {

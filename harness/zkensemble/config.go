@@ -17,6 +17,7 @@ type peer struct {
 	ID           int
 	PeerPort     int
 	ElectionPort int
+	Observer     bool // a non-voting member (":observer" in every member's line)
 }
 
 // memberConfig is everything that goes into one member's zoo.cfg.
@@ -29,6 +30,7 @@ type memberConfig struct {
 	ClientPort     int
 	AdminPort      int
 	Peers          []peer // empty or one entry: standalone
+	Observer       bool   // this member is an observer (peerType=observer)
 	Extra          map[string]string
 }
 
@@ -50,9 +52,16 @@ func renderConfig(c memberConfig) string {
 	kv("admin.serverAddress", loopback)
 	kv("admin.serverPort", c.AdminPort)
 	kv("reconfigEnabled", "false")
+	if c.Observer {
+		kv("peerType", "observer")
+	}
 	if len(c.Peers) > 1 {
 		for _, p := range c.Peers {
-			kv("server."+strconv.Itoa(p.ID), fmt.Sprintf("%s:%d:%d", loopback, p.PeerPort, p.ElectionPort))
+			line := fmt.Sprintf("%s:%d:%d", loopback, p.PeerPort, p.ElectionPort)
+			if p.Observer {
+				line += ":observer"
+			}
+			kv("server."+strconv.Itoa(p.ID), line)
 		}
 	}
 	keys := make([]string, 0, len(c.Extra))

@@ -76,7 +76,7 @@ func Start(ctx context.Context, o Options) (*Ensemble, error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("start ensemble: create log dir: %w", err)
 	}
-	for id := 1; id <= o.Servers; id++ {
+	for id := 1; id <= o.members(); id++ {
 		data := filepath.Join(o.Dir, memberName(id), "data")
 		if ok, err := dirEmpty(data); err != nil || !ok {
 			if err == nil {
@@ -89,12 +89,12 @@ func Start(ctx context.Context, o Options) (*Ensemble, error) {
 	for attempt := 1; ; attempt++ {
 		e, err := startOnce(ctx, o)
 		if err == nil {
-			o.Logger.Info("zkensemble: healthy", "members", o.Servers, "dir", o.Dir, "took", time.Since(started).Round(time.Millisecond))
+			o.Logger.Info("zkensemble: healthy", "members", o.Servers, "observers", o.Observers, "dir", o.Dir, "took", time.Since(started).Round(time.Millisecond))
 			return e, nil
 		}
 		if attempt == 1 && errors.Is(err, errPortInUse) && ctx.Err() == nil {
 			o.Logger.Warn("zkensemble: port collision, retrying with new ports", "err", err)
-			for id := 1; id <= o.Servers; id++ {
+			for id := 1; id <= o.members(); id++ {
 				_ = os.RemoveAll(filepath.Join(o.Dir, memberName(id), "data"))
 			}
 			continue
@@ -106,7 +106,7 @@ func Start(ctx context.Context, o Options) (*Ensemble, error) {
 func memberName(id int) string { return "zk" + strconv.Itoa(id) }
 
 func startOnce(ctx context.Context, o Options) (*Ensemble, error) {
-	n := o.Servers
+	n := o.members()
 	ports, err := pickPorts(4 * n)
 	if err != nil {
 		return nil, fmt.Errorf("start ensemble: %w", err)
@@ -114,7 +114,7 @@ func startOnce(ctx context.Context, o Options) (*Ensemble, error) {
 	e := &Ensemble{Dir: o.Dir, opts: o, log: o.Logger}
 	var peers []peer
 	for i := range n {
-		peers = append(peers, peer{ID: i + 1, PeerPort: ports[4*i+2], ElectionPort: ports[4*i+3]})
+		peers = append(peers, peer{ID: i + 1, PeerPort: ports[4*i+2], ElectionPort: ports[4*i+3], Observer: i >= o.Servers})
 	}
 	for i := range n {
 		id := i + 1
@@ -130,6 +130,7 @@ func startOnce(ctx context.Context, o Options) (*Ensemble, error) {
 			Dir:          dir,
 			DataDir:      filepath.Join(dir, "data"),
 			ConfigPath:   filepath.Join(dir, "zoo.cfg"),
+			Observer:     id > o.Servers,
 			ens:          e,
 			logPath:      filepath.Join(o.Dir, "logs", name+".log"),
 		}
@@ -137,6 +138,7 @@ func startOnce(ctx context.Context, o Options) (*Ensemble, error) {
 			TickMS: o.TickMS, InitLimit: o.InitLimit, SyncLimit: o.SyncLimit,
 			MaxClientCnxns: o.MaxClientCnxns, DataDir: m.DataDir,
 			ClientPort: ports[4*i], AdminPort: ports[4*i+1], Extra: o.Extra,
+			Observer: m.Observer,
 		}
 		if n > 1 {
 			cfg.Peers = peers

@@ -40,6 +40,7 @@ type Member struct {
 	Dir          string // Dir/zkN, holds zoo.cfg
 	DataDir      string // Dir/zkN/data, holds myid, snapshots and txn logs
 	ConfigPath   string // Dir/zkN/zoo.cfg
+	Observer     bool   // a non-voting member (peerType=observer)
 
 	ens     *Ensemble
 	logPath string

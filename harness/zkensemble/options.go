@@ -18,10 +18,18 @@ const DefaultClasspath = "/usr/share/java/zookeeper.jar:/usr/share/java/servlet-
 // MaxServers is the largest ensemble Start accepts.
 const MaxServers = 7
 
+// MaxObservers is the most observers Start adds to the voting members:
+// each is one more JVM of HeapMB on the same machine.
+const MaxObservers = 5
+
 // Options configures an ensemble. The zero value gives 3 members with
 // ZooKeeper's usual timing (tickTime 2000, initLimit 10, syncLimit 5).
 type Options struct {
-	Servers        int // 1..7, default 3; 1 runs a standalone server
+	Servers int // 1..7, default 3; 1 runs a standalone server
+	// Observers are non-voting members (peerType=observer) added after the
+	// voting ones: zk<Servers+1>...; 0..MaxObservers, and only with at
+	// least 2 voting members (a single server runs standalone).
+	Observers      int
 	TickMS         int // zoo.cfg tickTime, default 2000
 	InitLimit      int // zoo.cfg initLimit in ticks, default 10
 	SyncLimit      int // zoo.cfg syncLimit in ticks, default 5
@@ -52,6 +60,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Servers < 1 || o.Servers > MaxServers {
 		return o, fmt.Errorf("check options: Servers=%d, want 1..%d", o.Servers, MaxServers)
+	}
+	if o.Observers < 0 || o.Observers > MaxObservers {
+		return o, fmt.Errorf("check options: Observers=%d, want 0..%d", o.Observers, MaxObservers)
+	}
+	if o.Observers > 0 && o.Servers < 2 {
+		return o, fmt.Errorf("check options: Observers=%d with Servers=%d: observers need at least 2 voting members (one server runs standalone)", o.Observers, o.Servers)
 	}
 	for _, f := range []struct {
 		name string
@@ -94,6 +108,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	return o, nil
 }
+
+// members is the number of members, voting and observing.
+func (o Options) members() int { return o.Servers + o.Observers }
 
 // missingJars lists the classpath entries that do not exist. Wildcard
 // entries ("dir/*") are checked as directories.

@@ -18,7 +18,7 @@ func TestRenderConfigEnsemble(t *testing.T) {
 	got := renderConfig(memberConfig{
 		TickMS: 1000, InitLimit: 10, SyncLimit: 5, MaxClientCnxns: 60,
 		DataDir: "/run/zk2/data", ClientPort: 2181, AdminPort: 8080,
-		Peers: []peer{{1, 2001, 3001}, {2, 2002, 3002}, {3, 2003, 3003}},
+		Peers: []peer{{1, 2001, 3001, false}, {2, 2002, 3002, false}, {3, 2003, 3003, false}},
 		Extra: map[string]string{"snapCount": "1000", "cnxTimeout": "500"},
 	})
 	want := `# written by chaoslab harness/zkensemble
@@ -41,6 +41,32 @@ cnxTimeout=500
 snapCount=1000
 `
 	require.Equal(t, want, got)
+}
+
+func TestRenderConfigObserver(t *testing.T) {
+	peers := []peer{{1, 2001, 3001, false}, {2, 2002, 3002, false}, {3, 2003, 3003, false}, {4, 2004, 3004, true}}
+	voter := renderConfig(memberConfig{TickMS: 2000, InitLimit: 10, SyncLimit: 5, DataDir: "/d", Peers: peers})
+	require.NotContains(t, voter, "peerType")
+	require.Contains(t, voter, "server.3=127.0.0.1:2003:3003\nserver.4=127.0.0.1:2004:3004:observer\n")
+	obs := renderConfig(memberConfig{TickMS: 2000, InitLimit: 10, SyncLimit: 5, DataDir: "/d", Peers: peers, Observer: true})
+	require.Contains(t, obs, "peerType=observer\n")
+	require.Contains(t, obs, "server.4=127.0.0.1:2004:3004:observer\n")
+}
+
+func TestOptionsObservers(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Servers: 3, Observers: -1}, "Observers=-1, want 0..5"},
+		{Options{Servers: 3, Observers: MaxObservers + 1}, "Observers=6, want 0..5"},
+		{Options{Servers: 1, Observers: 1}, "at least 2 voting members"},
+	} {
+		_, err := c.o.withDefaults()
+		require.ErrorContains(t, err, c.want)
+	}
+	o := Options{Servers: 3, Observers: 2}
+	require.Equal(t, 5, o.members())
 }
 
 func TestRenderConfigStandalone(t *testing.T) {
@@ -234,6 +260,18 @@ func TestHealth(t *testing.T) {
 	require.Equal(t, m1, l)
 	require.Empty(t, prob)
 
+	// Observers are healthy when the leader counts them as synced.
+	m4 := &Member{ID: 4, Name: "zk4", Observer: true}
+	lead = st(m1, "leader")
+	lead.KV["zk_synced_followers"], lead.KV["zk_synced_observers"] = "2", "0"
+	_, bad, prob = health([]status{lead, st(m2, "follower"), st(m3, "follower"), st(m4, "observer")})
+	require.Equal(t, []*Member{m1}, bad)
+	require.Contains(t, prob, "leader has 0 synced observers, 1 members observe")
+	lead.KV["zk_synced_observers"] = "1"
+	l, _, prob = health([]status{lead, st(m2, "follower"), st(m3, "follower"), st(m4, "observer")})
+	require.Equal(t, m1, l)
+	require.Empty(t, prob)
+
 	_, _, prob = health([]status{st(m1, "follower"), st(m2, "follower")})
 	require.Contains(t, prob, "no leader")
 	_, _, prob = health([]status{{M: m1}})
@@ -251,4 +289,15 @@ func TestEnsureInstalledNoopWhenPresent(t *testing.T) {
 		t.Skip("ZooKeeper not installed here; EnsureInstalled would run apt-get")
 	}
 	require.NoError(t, EnsureInstalled(context.Background(), nil))
+}
+
+func TestParseZxid(t *testing.T) {
+	srvr := "Zookeeper version: 3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC\nLatency min/avg/max: 0/0.0/0\nReceived: 3\nSent: 2\nConnections: 1\nOutstanding: 0\nZxid: 0x100000002\nMode: follower\nNode count: 5\n"
+	z, err := ParseZxid(srvr)
+	require.NoError(t, err)
+	require.Equal(t, uint64(0x100000002), z)
+	_, err = ParseZxid("This ZooKeeper instance is not currently serving requests\n")
+	require.ErrorIs(t, err, ErrNotServing)
+	_, err = ParseZxid("Mode: follower\n")
+	require.ErrorContains(t, err, "no Zxid line")
 }

@@ -144,19 +144,11 @@ func (w *workload) clientSeries(r *lab.Result, id string, cs []sample, wlog []Wr
 	return lastStale, lastIsStale
 }
 
-// setLimit draws the memory limit as it was enforced (a container's also
-// holds its executable's page cache).
-func (w *workload) setLimit(r *lab.Result, enforced float64) {
-	if w.s.MemoryLimitMB == 0 {
-		return
-	}
-	mb := float64(w.s.MemoryLimitMB)
-	label := "memory limit " + lab.FormatMB(mb)
-	if e := enforced / (1 << 20); e > mb {
-		label += " (+" + lab.FormatMB(e-mb) + " of page cache charged to each container)"
-		mb = e
-	}
-	r.SetLimit("client.rss_mb", mb, label)
+// setLimit draws the memory limit as it was enforced across the chart of
+// the memory charged to each client's cgroup (what the limit counts; the
+// RSS the client reports is not).
+func (w *workload) setLimit(r *lab.Result, _ float64) {
+	w.group.SetMemoryLimit(r, w.s.MemoryLimitMB)
 }
 
 // anyReports says whether some client reported how far its mirror got.

@@ -34,6 +34,9 @@ func (g *fakeGroup) Requests() []float64        { return nil }
 func (g *fakeGroup) Latest() (float64, float64) { return 0, 0 }
 func (g *fakeGroup) Connections() []float64     { return nil }
 func (g *fakeGroup) Record(*lab.Result)         {}
+func (g *fakeGroup) SetMemoryLimit(r *lab.Result, mb int) {
+	(*instances.Group)(nil).SetMemoryLimit(r, mb)
+}
 func (g *fakeGroup) Summary(i int, edit func(*lab.Instance)) lab.Instance {
 	if edit != nil {
 		edit(&g.sums[i])
@@ -237,7 +240,7 @@ func TestCollectPendingAndRSS(t *testing.T) {
 	assert.Equal(t, 40.0, metric(t, r, "clients.pending.max_from_fault"))
 	assert.Equal(t, 72.0, metric(t, r, "clients.rss_mb.max"))
 	assert.Equal(t, 72.0, r.Clients[0].PeakRSSMB)
-	assert.Equal(t, lab.Limit{Value: 72, Label: "memory limit 72 MiB"}, r.Limits["client.rss_mb"])
+	assert.Equal(t, lab.Limit{Value: 72, Label: "memory limit 72 MiB"}, r.Limits[instances.SeriesMemory])
 }
 
 // A client that does not say how far its mirror got (a user's client that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,11 @@ type Settings struct {
 	Client      `yaml:",inline"`
 	// Tree is the subtree the harness seeds and every client mirrors.
 	Tree Tree `yaml:"tree" json:"tree"`
+	// Ballast is how many znodes (of 64 bytes each) the harness seeds
+	// beside the tree, under <tree.path>-ballast, rounded up to whole
+	// thousands: state no client reads, which a full snapshot sync to a
+	// new member carries (IL-0277: the rest of the coordination layer).
+	Ballast int `yaml:"ballast" json:"ballast"`
 	// MemoryLimitMB is the kernel-enforced memory limit of each client (0 = none).
 	MemoryLimitMB int `yaml:"memory_limit_mb" json:"memory_limit_mb"`
 	// Restart restarts a client that died, after RestartDelay, as a
@@ -75,26 +81,132 @@ func NewSettings() *Settings {
 	}
 }
 
+// Bounds of the settings, from what ZooKeeper and one machine can do.
+const (
+	// JuteMaxBuffer is ZooKeeper's default jute.maxbuffer: the largest
+	// request or response a server accepts (0xfffff bytes).
+	JuteMaxBuffer = 0xfffff
+	// MaxDataBytes is the most data one znode holds: a request carries
+	// its path and header besides the data, within JuteMaxBuffer.
+	MaxDataBytes = JuteMaxBuffer - 1024
+	// MaxFanout is the most children of one znode: getChildren answers
+	// every name (n0-12345, 4 bytes of length each) in one response,
+	// which must fit JuteMaxBuffer.
+	MaxFanout = 65536
+	// MaxNodes is the most znodes the harness seeds.
+	MaxNodes = 200000
+	// MaxTreeBytes is the most data in the tree: every server holds it
+	// in its heap, and every client mirrors it.
+	MaxTreeBytes = 1 << 30
+	// MaxWriteRate is the writer's most writes a second: it is one
+	// session writing one znode at a time, each a quorum write of about
+	// a millisecond.
+	MaxWriteRate = 1000
+)
+
 // Check validates the settings.
 func (s *Settings) Check() []lab.Problem {
 	var c lab.Checks
 	c.Need(s.Clients >= 1, "clients", "want at least 1")
+	c.Need(s.Clients <= lab.MaxInstances, "clients", "%d clients is more than one machine runs beside the servers (%d processes of at least %d MiB, a ZooKeeper session each)", s.Clients, lab.MaxInstances, lab.MinGoMemoryMB)
+	c.Msg("start_spread", lab.CheckDuration(s.StartSpread, 0, ""))
 	c = append(c, s.Client.Check()...)
-	c.Need(strings.HasPrefix(s.Tree.Root, "/") && len(s.Tree.Root) > 1, "tree.path", "want an absolute znode path below /")
-	c.Need(len(s.Tree.Fanout) > 0, "tree.fanout", "want at least one level")
-	for i, n := range s.Tree.Fanout {
-		c.Need(n >= 1, fmt.Sprintf("tree.fanout[%d]", i), "want at least 1")
-	}
-	c.Need(s.Tree.Nodes() <= 200000, "tree.fanout", "%d znodes is more than the harness seeds (200000)", s.Tree.Nodes())
-	c.Need(s.Tree.DataBytes >= 0, "tree.data_bytes", "want >= 0")
-	c.Need(s.Writer.Share >= 0 && s.Writer.Share <= 1, "writer.share", "want 0 to 1")
-	c.Need(s.Writer.RatePerSec >= 0, "writer.rate_per_sec", "want >= 0")
-	c.Need(s.MemoryLimitMB >= 0, "memory_limit_mb", "want >= 0")
-	c.Need(s.FreshWithin.D() > 0, "fresh_within", "want > 0")
+	c = append(c, s.Tree.check()...)
+	c.Need(s.Ballast >= 0 && s.Ballast <= MaxNodes, "ballast", "want 0 to %d znodes, got %d", MaxNodes, s.Ballast)
+	c.Need(s.Writer.Share >= 0 && s.Writer.Share <= 1, "writer.share", "want 0 to 1, got %g", s.Writer.Share)
+	c.Need(s.Writer.RatePerSec >= 0, "writer.rate_per_sec", "want >= 0, got %g", s.Writer.RatePerSec)
+	c.Need(s.Writer.RatePerSec <= MaxWriteRate, "writer.rate_per_sec", "%g writes/s is more than %d, what one session writing one znode at a time (a quorum write of about 1 ms each) can do", s.Writer.RatePerSec, MaxWriteRate)
+	c.Need(s.MemoryLimitMB >= 0, "memory_limit_mb", "want >= 0 (0 is no limit), got %d", s.MemoryLimitMB)
+	c.Need(s.MemoryLimitMB <= 0 || s.Program != nil || s.MemoryLimitMB >= lab.MinGoMemoryMB, "memory_limit_mb", "%d is below %d MiB, the least a Go client process starts in", s.MemoryLimitMB, lab.MinGoMemoryMB)
+	c.Need(s.MemoryLimitMB <= 0 || s.Program == nil || s.MemoryLimitMB >= lab.MinContainerMemoryMB, "memory_limit_mb", "%d is below %d MiB, the least memory limit the container engine accepts", s.MemoryLimitMB, lab.MinContainerMemoryMB)
+	c.Msg("restart_delay", lab.CheckDuration(s.RestartDelay, 0, ""))
+	c.Need(!s.Restart || s.RestartDelay.D() >= lab.MinRestartDelay, "restart_delay", "%s is below %s: a client that exits at once would be restarted in a busy loop", s.RestartDelay, lab.Duration(lab.MinRestartDelay))
+	c.Msg("fresh_within", lab.CheckDuration(s.FreshWithin, time.Millisecond, "a mirror cannot be fresher than the writer's round trip"))
 	if s.Program != nil {
 		c = append(c, lab.Under("program", s.Program.Check())...)
 	}
 	return c
+}
+
+// CheckWarmup: the clients start over start_spread, within the warm-up.
+func (s *Settings) CheckWarmup(warmup time.Duration) []lab.Problem {
+	var c lab.Checks
+	c.Need(s.StartSpread.D() <= warmup, "start_spread", "%s is longer than the warm-up (%s): clients would still be starting when the first fault hits", s.StartSpread, lab.Duration(warmup))
+	return c
+}
+
+// ZnodeOverhead is what a znode costs a ZooKeeper server's heap besides
+// its data and path: its DataNode, stat, ACL reference and map entry.
+const ZnodeOverhead = 200
+
+// CheckTopology: every server holds the tree in its heap, which must
+// leave half for sessions, requests and the collector.
+func (s *Settings) CheckTopology(topo lab.Settings) []lab.Problem {
+	h, ok := topo.(lab.HeapSizer)
+	if !ok || h.ServerHeapMB() <= 0 {
+		return nil
+	}
+	var c lab.Checks
+	need := int64(s.Tree.Nodes()) * int64(s.Tree.DataBytes+len(s.Tree.Root)+16+ZnodeOverhead)
+	c.Need(need <= int64(h.ServerHeapMB())<<19, "tree.data_bytes", "%d znodes of %d bytes take about %d MiB of each server's heap, more than half of heap_mb (%d MiB): the servers would run out of memory while seeding", s.Tree.Nodes(), s.Tree.DataBytes, need>>20, h.ServerHeapMB())
+	if b := BallastTree(s.Tree.Root, s.Ballast); b.Nodes() > 0 {
+		need += int64(b.Nodes()) * int64(b.DataBytes+len(b.Root)+16+ZnodeOverhead)
+		c.Need(need <= int64(h.ServerHeapMB())<<19, "ballast", "the tree and %d ballast znodes take about %d MiB of each server's heap, more than half of heap_mb (%d MiB)", b.Nodes(), need>>20, h.ServerHeapMB())
+	}
+	return c
+}
+
+// check validates the tree against what ZooKeeper accepts.
+func (t Tree) check() []lab.Problem {
+	var c lab.Checks
+	c.Msg("tree.path", checkZnodePath(t.Root))
+	c.Need(len(t.Fanout) > 0, "tree.fanout", "want at least one level")
+	for i, n := range t.Fanout {
+		c.Need(n >= 1, fmt.Sprintf("tree.fanout[%d]", i), "want at least 1, got %d", n)
+		c.Need(n <= MaxFanout, fmt.Sprintf("tree.fanout[%d]", i), "%d children of one znode is more than %d: getChildren answers with every name in one response, which ZooKeeper holds to jute.maxbuffer (1 MiB)", n, MaxFanout)
+	}
+	nodes := t.Nodes()
+	c.Need(nodes <= MaxNodes, "tree.fanout", "%s znodes is more than the harness seeds (%d)", countOf(nodes), MaxNodes)
+	c.Need(t.DataBytes >= 0, "tree.data_bytes", "want >= 0, got %d", t.DataBytes)
+	c.Need(t.DataBytes <= MaxDataBytes, "tree.data_bytes", "%d bytes is more than ZooKeeper accepts in one znode (jute.maxbuffer is 1 MiB, less the request's path and header: at most %d)", t.DataBytes, MaxDataBytes)
+	if t.DataBytes <= MaxDataBytes && nodes <= MaxNodes {
+		c.Need(int64(nodes)*int64(t.DataBytes) <= MaxTreeBytes, "tree.data_bytes", "%d znodes of %d bytes is %d MiB of data, more than %d MiB: every server holds the tree in its heap and every client mirrors it", nodes, t.DataBytes, int64(nodes)*int64(t.DataBytes)>>20, MaxTreeBytes>>20)
+	}
+	return c
+}
+
+// countOf writes a count that Tree.Nodes may have cut short.
+func countOf(n int) string {
+	if n >= math.MaxInt32 {
+		return "more than " + strconv.Itoa(math.MaxInt32)
+	}
+	return strconv.Itoa(n)
+}
+
+// checkZnodePath says what ZooKeeper would refuse in a path below / ("" when nothing).
+func checkZnodePath(p string) string {
+	switch {
+	case !strings.HasPrefix(p, "/") || len(p) < 2:
+		return fmt.Sprintf("%q: want an absolute znode path below /", p)
+	case strings.HasSuffix(p, "/"):
+		return fmt.Sprintf("%q: ZooKeeper refuses a path that ends with /", p)
+	case len(p) > 1024:
+		return fmt.Sprintf("%d characters: at most 1024 (every znode's path is sent with each request)", len(p))
+	}
+	for _, part := range strings.Split(p[1:], "/") {
+		if part == "" || part == "." || part == ".." {
+			return fmt.Sprintf("%q: ZooKeeper refuses an empty, . or .. path element", p)
+		}
+	}
+	for _, r := range p {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || r >= 0xfff0 {
+			return fmt.Sprintf("%q: ZooKeeper refuses control and private-use characters in a path", p)
+		}
+	}
+	if p == "/zookeeper" || strings.HasPrefix(p, "/zookeeper/") {
+		return fmt.Sprintf("%q: /zookeeper is ZooKeeper's own subtree", p)
+	}
+	return ""
 }
 
 // Preflight: a user's client that is a command of this host runs only
@@ -159,12 +271,25 @@ func (kind) Noun() (string, string)    { return "client", "clients" }
 func (kind) Series() []lab.SeriesDef {
 	return append([]lab.SeriesDef{
 		{Name: "client.pending", Title: "Requests in flight + queued per client", Unit: "requests"},
-		{Name: "client.rss_mb", Title: "Client RSS (MiB), against the memory limit", Unit: "MiB", Marks: []string{"oom-kill"}},
+		instances.MemoryDef(),
+		{Name: "client.rss_mb", Title: "Client RSS as the client reports it (MiB): the pages it maps, not what the memory limit counts", Unit: "MiB"},
 		{Name: "client.stale_s", Title: "Mirror staleness (s)", Unit: "s"},
 		{Name: "client.reconnects", Title: "Reconnects per client (cumulative)", Unit: "reconnects"},
-		{Name: "client.connected", Title: "Clients with a session", Unit: "0/1"},
+		{Name: "client.connected", Title: "Clients with a session", Unit: "0/1", State: true},
 		{Name: "client.completed", Title: "Requests completed per client (cumulative)", Unit: "requests"},
-	}, instances.Series()...)
+	}, outsideSeries()...)
+}
+
+// outsideSeries are the outside series but the charged memory, which
+// Series lists next to the RSS.
+func outsideSeries() []lab.SeriesDef {
+	var out []lab.SeriesDef
+	for _, d := range instances.Series() {
+		if d.Name != instances.SeriesMemory {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (kind) Metrics() []lab.MetricDef {

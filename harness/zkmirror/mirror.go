@@ -67,15 +67,26 @@ type Client struct {
 	ReportInterval lab.Duration `yaml:"report_interval" json:"report_interval"`
 }
 
+// Bounds of a client's settings.
+const (
+	// MaxWindow is ZooKeeper's default globalOutstandingLimit: a server
+	// stops reading requests beyond it.
+	MaxWindow = 1000
+	// MaxRetries bounds the re-queues of a read, whose back-off doubles.
+	MaxRetries = 20
+)
+
 // Check validates a client's settings.
 func (c Client) Check() []lab.Problem {
 	var ps lab.Checks
 	ps.Need(c.Strategy == FullRefresh || c.Strategy == Paced, "strategy", "want %s or %s, got %q", FullRefresh, Paced, c.Strategy)
 	ps.Need(c.Window >= 1, "window", "want at least 1, got %d", c.Window)
-	ps.Need(c.Retries >= 0, "retries", "want >= 0")
-	ps.Need(c.RetryBase.D() > 0, "retry_base", "want > 0")
-	ps.Need(c.SessionTimeout.D() >= time.Second, "session_timeout", "want at least 1s")
-	ps.Need(c.ReportInterval.D() > 0, "report_interval", "want > 0")
+	ps.Need(c.Window <= MaxWindow, "window", "%d is more than %d, ZooKeeper's globalOutstandingLimit: the server throttles beyond it, so the window bounds nothing", c.Window, MaxWindow)
+	ps.Need(c.Retries >= 0, "retries", "want >= 0, got %d", c.Retries)
+	ps.Need(c.Retries <= MaxRetries, "retries", "%d is more than %d: the back-off doubles with each retry (retry_base × 2^%d is already longer than any run)", c.Retries, MaxRetries, MaxRetries)
+	ps.Msg("retry_base", lab.CheckDuration(c.RetryBase, time.Millisecond, "the least back-off that is not a busy loop"))
+	ps.Msg("session_timeout", lab.CheckDuration(c.SessionTimeout, time.Second, "the least session timeout ZooKeeper's clients ask for"))
+	ps.Msg("report_interval", lab.CheckDuration(c.ReportInterval, 100*time.Millisecond, "more samples than 10 a second per client flood the controller"))
 	return ps
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"path"
 	"sort"
@@ -27,12 +28,20 @@ type Tree struct {
 	DataBytes int `yaml:"data_bytes" json:"data_bytes"`
 }
 
-// Nodes is the number of znodes below (not counting) the root.
+// Nodes is the number of znodes below (not counting) the root, at most
+// math.MaxInt32 (a tree that big is refused anyway).
 func (t Tree) Nodes() int {
 	n, level := 0, 1
 	for _, f := range t.Fanout {
-		level *= f
-		n += level
+		switch {
+		case f <= 0:
+			level = 0
+		case level > math.MaxInt32/f:
+			level = math.MaxInt32
+		default:
+			level *= f
+		}
+		n = min(n+level, math.MaxInt32)
 	}
 	return n
 }
@@ -65,6 +74,22 @@ func (t Tree) Leaves() []string {
 		n *= f
 	}
 	return all[len(all)-n:]
+}
+
+// BallastBytes is the data of each ballast znode.
+const BallastBytes = 64
+
+// BallastTree is the tree of n ballast znodes beside root (none for n <=
+// 0): up to 1000 under each of ceil(n/1000) parents, so that a
+// getChildren of one stays small.
+func BallastTree(root string, n int) Tree {
+	if n <= 0 {
+		return Tree{Root: root + "-ballast"}
+	}
+	if n <= 1000 {
+		return Tree{Root: root + "-ballast", Fanout: []int{n}, DataBytes: BallastBytes}
+	}
+	return Tree{Root: root + "-ballast", Fanout: []int{(n + 999) / 1000, 1000}, DataBytes: BallastBytes}
 }
 
 // HotSet picks the hot leaves (share of them, at least one when share > 0)
@@ -137,8 +162,13 @@ const createBatch = 400
 // seconds of every variant's setup.
 func createAll(ctx context.Context, conn *zk.Conn, paths []string, data func(string) []byte) error {
 	var batches [][]string
-	for i := 0; i < len(paths); i += createBatch {
-		batches = append(batches, paths[i:min(i+createBatch, len(paths))])
+	n := createBatch
+	if len(paths) > 0 {
+		// A multi-op is one request: it must fit jute.maxbuffer.
+		n = max(1, min(n, JuteMaxBuffer/2/(len(data(paths[0]))+len(paths[0])+64)))
+	}
+	for i := 0; i < len(paths); i += n {
+		batches = append(batches, paths[i:min(i+n, len(paths))])
 	}
 	return parallel(ctx, batches, 8, func(b []string) error {
 		var ops []any

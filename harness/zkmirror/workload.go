@@ -72,6 +72,12 @@ func (w *workload) Seed(ctx context.Context) error {
 		return err
 	}
 	w.env.Event("note", "harness", fmt.Sprintf("seeded %d znodes (%d hot) of %d bytes under %s", w.tree.Nodes(), len(w.hot), w.tree.DataBytes, w.tree.Root))
+	if b := BallastTree(w.tree.Root, w.s.Ballast); b.Nodes() > 0 {
+		if err := Seed(sctx, conn, b, nil, w.env.Log); err != nil {
+			return fmt.Errorf("seed ballast: %w", err)
+		}
+		w.env.Event("note", "harness", fmt.Sprintf("seeded %d ballast znodes of %d bytes under %s, which no client reads", b.Nodes(), b.DataBytes, b.Root))
+	}
 	return nil
 }
 
@@ -207,7 +213,8 @@ func (w *workload) reports(ss []sample) bool {
 	return len(ss) > 0 && ss[len(ss)-1].seq
 }
 
-// Progress: clients alive, OOM kills, requests held, peak RSS.
+// Progress: clients alive, OOM kills, requests queued at the clients,
+// the largest client's RSS.
 func (w *workload) Progress() []slog.Attr {
 	alive, ooms, pending, rss := 0, 0, int64(0), 0.0
 	for i := range w.s.Clients {
@@ -224,10 +231,9 @@ func (w *workload) Progress() []slog.Attr {
 		}
 	}
 	w.mu.Unlock()
-	osRSS, held := w.group.Latest()
-	return []slog.Attr{slog.String("clients_alive", fmt.Sprintf("%d/%d", alive, w.s.Clients)), slog.Int("oom_kills", ooms),
-		slog.Int64("client_pending", pending), slog.Int("server_outstanding", int(held)),
-		slog.String("max_rss_mb", fmt.Sprintf("%.0f", max(rss, osRSS)))}
+	osRSS, _ := w.group.Latest()
+	return []slog.Attr{slog.String("clients", fmt.Sprintf("%d/%d alive", alive, w.s.Clients)), slog.Int("OOM", ooms),
+		slog.Int64("queued", pending), slog.String("RSS", fmt.Sprintf("%.0f MiB", max(rss, osRSS)))}
 }
 
 // Stop ends the clients and the writer.
@@ -265,6 +271,7 @@ type supervisor interface {
 	Latest() (rssMB, outstanding float64)
 	Connections() []float64
 	Record(r *lab.Result)
+	SetMemoryLimit(r *lab.Result, limitMB int)
 	Stop()
 }
 

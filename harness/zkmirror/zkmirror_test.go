@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 func TestFormatParseDataRoundTrip(t *testing.T) {
@@ -374,3 +376,30 @@ func TestPacedReReadWaitsForASlot(t *testing.T) {
 	assert.Zero(t, m.queued.Load())
 	assert.Len(t, m.slots, 2, "a read that gave up holds no slot")
 }
+
+// Ballast: the count rounded up to whole thousands, at most 1000 children
+// of a znode, beside the mirrored tree; none for 0.
+func TestBallastTree(t *testing.T) {
+	require.Zero(t, BallastTree("/a/b", 0).Nodes())
+	require.Empty(t, BallastTree("/a/b", -1).Paths())
+	small := BallastTree("/a/b", 300)
+	require.Equal(t, "/a/b-ballast", small.Root)
+	require.Equal(t, 300, small.Nodes())
+	big := BallastTree("/a/b", 80500)
+	require.Equal(t, []int{81, 1000}, big.Fanout)
+	require.Equal(t, 81+81000, big.Nodes())
+	require.Equal(t, BallastBytes, big.DataBytes)
+
+	s := NewSettings()
+	s.Ballast = MaxNodes + 1
+	require.Contains(t, fmt.Sprint(s.Check()), "ballast")
+	s.Ballast = 80000
+	require.Empty(t, s.Check())
+	require.Empty(t, s.CheckTopology(heap(512)), "80,000 ballast znodes fit half of 512 MiB")
+	require.Contains(t, fmt.Sprint(s.CheckTopology(heap(32))), "ballast")
+}
+
+type heap int
+
+func (h heap) ServerHeapMB() int  { return int(h) }
+func (heap) Check() []lab.Problem { return nil }

@@ -5,6 +5,7 @@
 package cases
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
 	"github.com/chaoslab/chaoslab/sim"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -44,14 +46,45 @@ type Case struct {
 	Variants func(o Options) ([]Variant, error)
 	// Hypotheses judge each variant's metrics at a scale; Expect is the
 	// verdict each variant should get, Comparisons are checked across them.
-	Hypotheses  func(scale string) []scenarios.Hypothesis
-	Expect      map[string]verdict.Verdict
+	Hypotheses func(scale string) []scenarios.Hypothesis
+	Expect     map[string]verdict.Verdict
+	// ExpectAt, when set, replaces Expect with the verdicts expected at a
+	// scale (a variant can hold at one scale and break at another).
+	ExpectAt    func(scale string) map[string]verdict.Verdict
 	Comparisons func(scale string) []scenarios.Comparison
 	// Incident compares the runs with the write-up's numbers at the
 	// incident's scale (or, for a calibrated run, with its harness run).
 	Incident func(res map[string]sim.Result) []reports.IncidentRow
 	// Sweeps are the metastability maps --sweep draws.
 	Sweeps func(o Options) []Sweep
+	// Responders says, at a scale, which of the responders' actions the
+	// model replays and from where; nil or "" for none, and the report
+	// then says that its comparison is of the untreated system.
+	Responders func(scale string) string
+}
+
+// Ref is the case's id as its record spells it and `chaoslab list` prints
+// it (IL-0587; ID is the model's, il-0587).
+func (c *Case) Ref() string {
+	if rec, err := seeds.Get(c.ID); err == nil {
+		return rec.ID
+	}
+	return c.ID
+}
+
+// untreated is what a report says of a model that replays none of the
+// responders' actions.
+const untreated = "none: the model replays none of the responders' actions, so the comparison is of the untreated system"
+
+// responders is c's statement on the responders' actions at scale.
+func (c *Case) responders(scale string) string {
+	if c.Responders == nil {
+		return untreated
+	}
+	if s := c.Responders(scale); s != "" {
+		return s
+	}
+	return untreated
 }
 
 // Variant is one set of model parameters.
@@ -61,7 +94,10 @@ type Variant struct {
 	Parameters  []reports.Parameter
 	// Faults are the simulated trigger's windows (shaded in the charts).
 	Faults []reports.FaultWindow
-	Run    func() sim.Result
+	// Responders says which of the responders' actions this variant
+	// replays ("" for none: the untreated system).
+	Responders string
+	Run        func() sim.Result
 }
 
 // Sweep is a metastability map: Run is called for every (x, y) of the grid.
@@ -103,19 +139,19 @@ func All() []*Case {
 	return out
 }
 
-// Get finds a case by id or alias.
+// Get finds a case by id or alias, in any case (IL-0587 or il-0587).
 func Get(id string) (*Case, error) {
 	var ids []string
 	for _, c := range All() {
-		if c.ID == id || c.Scenario == id {
+		if strings.EqualFold(c.ID, id) || (c.Scenario != "" && strings.EqualFold(c.Scenario, id)) {
 			return c, nil
 		}
 		for _, a := range c.Aliases {
-			if a == id {
+			if strings.EqualFold(a, id) {
 				return c, nil
 			}
 		}
-		ids = append(ids, c.ID)
+		ids = append(ids, c.Ref())
 	}
 	return nil, fmt.Errorf("find model %q: no such case (have %s)", id, strings.Join(ids, ", "))
 }
@@ -158,9 +194,15 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 	if r.Case.Title == "" {
 		r.Case.Title = c.Title
 	}
+	acts := c.responders(o.Scale)
+	r.BackendWhy += "; the responders' actions: " + acts
 	var hyps []scenarios.Hypothesis
 	if c.Hypotheses != nil {
 		hyps = c.Hypotheses(o.Scale)
+	}
+	expect := c.Expect
+	if c.ExpectAt != nil {
+		expect = c.ExpectAt(o.Scale)
 	}
 	results := map[string]sim.Result{}
 	var outcomes []verdict.Outcome
@@ -178,7 +220,8 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 		wall := time.Since(start)
 		results[v.Name] = res
 		vr := variantResult(v, res, wall)
-		vr.Expect = c.Expect[v.Name]
+		vr.Parameters = append(vr.Parameters, reports.Parameter{Name: "Responders' actions", Value: cmp.Or(v.Responders, untreated)})
+		vr.Expect = expect[v.Name]
 		vr.Hypotheses, vr.Verdict, vr.Reason = verdict.Hypotheses(hyps, res.Metrics)
 		if vr.Expect == "" {
 			vr.Expect = vr.Verdict
@@ -196,6 +239,11 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 	}
 	if c.Incident != nil {
 		r.Incident = c.Incident(results)
+		for i := range r.Incident {
+			if row := &r.Incident[i]; row.Against == "" && acts == untreated {
+				row.Note = strings.TrimSpace(row.Note + " The untreated system: the model replays none of the responders' actions.")
+			}
+		}
 	}
 	if o.Sweep && c.Sweeps != nil {
 		for _, sw := range c.Sweeps(o) {

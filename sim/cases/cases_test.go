@@ -39,7 +39,7 @@ func TestCasesAreLinked(t *testing.T) {
 	}
 	_, err := Get("no-such-case")
 	require.ErrorContains(t, err, `no such case`)
-	require.ErrorContains(t, err, "il-0384")
+	require.ErrorContains(t, err, "IL-0384") // as `chaoslab list` prints it
 }
 
 func TestBadOptions(t *testing.T) {
@@ -198,7 +198,7 @@ func TestZKCalibrationErrors(t *testing.T) {
 func TestIncidentRowsComeFromRecords(t *testing.T) {
 	for _, c := range All() {
 		res := map[string]sim.Result{}
-		for _, v := range []string{"vulnerable", "vulnerable-slow-restart", "mitigated"} {
+		for _, v := range []string{"vulnerable", "vulnerable-slow-restart", "responders", "mitigated"} {
 			res[v] = sim.Result{Metrics: map[string]float64{}}
 		}
 		rows := c.Incident(res)

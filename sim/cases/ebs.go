@@ -9,6 +9,10 @@ import (
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
+// ebsResponders: the EBS model replays the operators' actions, but the
+// write-up gives them no clock times, so their times are the model's.
+const ebsResponders = "the operators' actions in the write-up's order (create-volume disabled, the cluster cut off from the control plane, futile contacts stopped, capacity added, access reopened, volumes restored) at times the model chooses: the write-up publishes no clock times, so none come from the case record's timeline"
+
 func init() {
 	register(&Case{
 		ID:      "aws-ebs-2011",
@@ -16,11 +20,14 @@ func init() {
 		Model:   "sim/ebs.go",
 		Title:   "EBS re-mirroring storm in one zone takes the regional control plane down with it",
 		Scales:  []string{ScaleIncident},
+		Responders: func(string) string {
+			return ebsResponders
+		},
 		Variants: func(o Options) ([]Variant, error) {
 			inc, mit := sim.IncidentEBS(), sim.MitigatedEBS()
 			inc.Seed, mit.Seed = o.Seed, o.Seed
 			mk := func(name, desc string, m sim.EBS) Variant {
-				return Variant{Name: name, Description: desc, Parameters: ebsParams(m), Run: func() sim.Result { return m.Run().Summary() },
+				return Variant{Name: name, Description: desc, Parameters: ebsParams(m), Run: func() sim.Result { return m.Run().Summary() }, Responders: ebsResponders,
 					Faults: []reports.FaultWindow{{Fault: "network-cut", Target: "zone", Member: fmt.Sprintf("%.0f%% of the nodes", 100*m.Intensity), Start: 0, End: m.CutDuration,
 						Detail: "the traffic shift that isolated nodes from their peers"}}}
 			}

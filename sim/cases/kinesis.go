@@ -43,7 +43,13 @@ func init() {
 			}}
 		},
 		Incident: kinesisIncident,
-		Sweeps:   kinesisSweeps,
+		Responders: func(scale string) string {
+			if scale != ScaleIncident {
+				return ""
+			}
+			return kinesisRespondersText()
+		},
+		Sweeps: kinesisSweeps,
 	})
 }
 
@@ -87,6 +93,16 @@ func kinesisIncidentModel() sim.Kinesis {
 	m.AddSpan = number("il-0384", "capacity_addition_window").Value * 60
 	m.LearnSpread = number("il-0384", "peer_discovery_time").Value * 60
 	m.RestartRate = number("il-0384", "fleet_restart_rate").Value / 3600
+	// The operators' restart at its time in the record's timeline (10:07
+	// PST), counted from its first entry, the addition's start (02:44 PST,
+	// the model's AddAt); the horizon keeps its length after the restart.
+	for _, a := range responderActions("il-0384") {
+		if a.Kind == "restart-fleet" {
+			after := m.Horizon - m.RestartAt
+			m.RestartAt = m.AddAt + a.After
+			m.Horizon = m.RestartAt + after
+		}
+	}
 	return m
 }
 
@@ -150,11 +166,16 @@ func kinesisVariants(o Options) ([]Variant, error) {
 	mk := func(name, desc string, m sim.Kinesis) Variant {
 		return Variant{Name: name, Description: desc, Parameters: kinesisParams(m), Faults: kinesisFaults(m), Run: func() sim.Result { return kinesisRun(m) }}
 	}
-	return []Variant{
+	vs := []Variant{
 		mk("vulnerable", "A thread per peer, shard-maps from peers, and the whole fleet restarted at once.", fast),
 		mk("vulnerable-slow-restart", "The same fleet, restarted at the pace the operators found worked: a few hundred servers an hour.", slow),
 		mk("mitigated", "The action items: a bounded pool of threads, cells of 100 servers, the table read from the store; restarted at once.", mit),
-	}, nil
+	}
+	when := kinesisRespondersText()
+	vs[0].Responders = "the operators' restart at its time, all at once (" + when + ")"
+	vs[1].Responders = "the operators' restart at its time and pace (" + when + ")"
+	vs[2].Responders = "the restart at its time, all at once, on the mitigated fleet"
+	return vs, nil
 }
 
 // kinesisFaults are the model's addition and restart as fault windows.
@@ -290,4 +311,15 @@ func clock(s float64) string {
 		return fmt.Sprintf("%d min", m)
 	}
 	return fmt.Sprintf("%dh%02dm", m/60, m%60)
+}
+
+// kinesisRespondersText says which of the operators' actions the IL-0384
+// model replays, when.
+func kinesisRespondersText() string {
+	for _, a := range responderActions("il-0384") {
+		if a.Kind == "restart-fleet" {
+			return fmt.Sprintf("the operators' restart of the fleet at %s (%s after the addition began, from the case record's timeline): variant vulnerable-slow-restart at their pace (number fleet_restart_rate), vulnerable all at once", a.Clock, clock(a.After))
+		}
+	}
+	return ""
 }

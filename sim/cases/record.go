@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -37,12 +38,8 @@ func number(caseID, name string) seeds.Number {
 // and its figure, as the record gives them.
 func publishedRow(caseID, name, metric, variant, unit string) (reports.IncidentRow, seeds.Number) {
 	n := number(caseID, name)
-	fig := verdict.FormatValue(n.Value) + " " + strings.ReplaceAll(n.Unit, "_", " ")
-	if n.Approx {
-		fig = "about " + fig
-	}
 	return reports.IncidentRow{
-		Incident: strings.Join(strings.Fields(n.Text), " "), Published: fig, Number: n.Name,
+		Incident: strings.Join(strings.Fields(n.Text), " "), Published: reports.PublishedFigure(n), Number: n.Name,
 		Metric: metric, Variant: variant, Unit: unit,
 	}, n
 }
@@ -134,4 +131,63 @@ func withHarness(res sim.Result, hv *reports.VariantResult, compared []string) s
 		}
 	}
 	return res
+}
+
+// responderAction is one of the responders' actions of a case record's
+// timeline, timed from the record's first timed entry (the trigger).
+type responderAction struct {
+	Kind   string  // one of seeds.ActionKinds
+	After  float64 // s from the first timed entry to the action's entry
+	Window float64 // s from the action's entry to its Until (0: none given)
+	Clock  string  // the entry's clock time, e.g. 12:42 UTC
+	Source string
+}
+
+// responderActions returns the record's actions in timeline order; it
+// panics when the record does not parse, which TestCasesAreLinked catches.
+func responderActions(caseID string) []responderAction {
+	rec, err := seeds.Get(caseID)
+	if err != nil {
+		panic(fmt.Sprintf("case %s: %v", caseID, err))
+	}
+	var out []responderAction
+	day, origin := rec.Date, time.Time{}
+	for _, t := range rec.Timeline {
+		if t.Date != "" {
+			day = t.Date
+		}
+		if t.At == "" {
+			continue
+		}
+		at, err := clockTime(day, t.At)
+		if err != nil {
+			panic(fmt.Sprintf("case %s: %v", caseID, err))
+		}
+		if origin.IsZero() {
+			origin = at
+		}
+		for _, a := range t.Actions {
+			ra := responderAction{Kind: a.Kind, After: at.Sub(origin).Seconds(), Clock: t.At, Source: a.Source}
+			if a.Until != "" {
+				until, err := clockTime(day, a.Until)
+				if err != nil {
+					panic(fmt.Sprintf("case %s: %v", caseID, err))
+				}
+				ra.Window = until.Sub(at).Seconds()
+			}
+			out = append(out, ra)
+		}
+	}
+	return out
+}
+
+// clockTime reads a record's "HH:MM UTC" on day (YYYY-MM-DD); the zone is
+// the record's own and is not converted.
+func clockTime(day, clock string) (time.Time, error) {
+	hm, _, _ := strings.Cut(clock, " ")
+	t, err := time.Parse(seeds.DateLayout+" 15:04", day+" "+hm)
+	if err != nil {
+		return t, fmt.Errorf("read clock %q on %s: %w", clock, day, err)
+	}
+	return t, nil
 }

@@ -158,6 +158,8 @@ type Site struct {
 
 	mu    sync.Mutex
 	procs []*proc
+	// onStart, when set, is told each program started (the run's journal).
+	onStart func(lab.Program, lab.Proc)
 }
 
 func (s *Site) Placement() lab.Placement { return s.p }

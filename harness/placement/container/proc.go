@@ -73,7 +73,11 @@ func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
 	go p.watch()
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
+	onStart := s.onStart
 	s.mu.Unlock()
+	if onStart != nil {
+		onStart(prog, p)
+	}
 	return p, nil
 }
 
@@ -118,6 +122,7 @@ type proc struct {
 	started time.Time
 	pid     int
 	cgroup  string // its pids cgroup
+	memcg   string // its memory cgroup
 	ip      string
 	done    chan struct{}
 	exit    lab.ProcExit
@@ -134,7 +139,8 @@ type proc struct {
 func (p *proc) locate(ctx context.Context, net string) error {
 	if ins, err := p.c.Inspect(ctx); err == nil && ins.State != nil {
 		p.pid = ins.State.Pid
-		p.cgroup = pidsCgroupDir(p.pid)
+		p.cgroup = cgroupDir(p.pid, "pids")
+		p.memcg = cgroupDir(p.pid, "memory")
 	}
 	ip, err := p.c.IP(ctx, net)
 	if err != nil || !ip.IsValid() {
@@ -187,6 +193,7 @@ func (p *proc) Stats() lab.ProcStats {
 func (p *proc) readCounters() {
 	ps, perr := limits.ProcStats(p.pid)
 	cur, refused, ok := readPids(p.cgroup)
+	charged, chargedOK := readCharged(p.memcg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if perr == nil {
@@ -194,6 +201,9 @@ func (p *proc) readCounters() {
 	}
 	if ok {
 		p.stats.Pids, p.stats.PidsRefused = cur, max(p.stats.PidsRefused, refused)
+	}
+	if chargedOK {
+		p.stats.MemoryChargedBytes = charged
 	}
 	p.stats.MemoryLimitBytes, p.stats.MemoryNote = p.mem.limitBytes(), p.mem.note()
 }
@@ -313,9 +323,27 @@ func readPids(dir string) (cur int64, refused uint64, ok bool) {
 	return cur, refused, true
 }
 
-// pidsCgroupDir finds the pids cgroup of a process: v1's pids hierarchy or
-// the v2 unified one.
-func pidsCgroupDir(pid int) string {
+// readCharged reads the memory the kernel charges to a container's cgroup:
+// the figure the engine reports as its memory usage and the limit is
+// judged against (v1 memory.usage_in_bytes, v2 memory.current).
+func readCharged(dir string) (int64, bool) {
+	if dir == "" {
+		return 0, false
+	}
+	for _, f := range []string{"memory.current", "memory.usage_in_bytes"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// cgroupDir finds a process's cgroup of one controller (pids, memory): v1's
+// hierarchy of that controller or the v2 unified one.
+func cgroupDir(pid int, controller string) string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return ""
@@ -326,8 +354,8 @@ func pidsCgroupDir(pid int) string {
 			continue
 		}
 		switch {
-		case strings.Contains(","+parts[1]+",", ",pids,"):
-			return filepath.Join("/sys/fs/cgroup/pids", parts[2])
+		case strings.Contains(","+parts[1]+",", ","+controller+","):
+			return filepath.Join("/sys/fs/cgroup", controller, parts[2])
 		case parts[0] == "0" && parts[1] == "":
 			return filepath.Join("/sys/fs/cgroup", parts[2])
 		}

@@ -98,12 +98,17 @@ type Site struct {
 
 	mu    sync.Mutex
 	procs []*proc
+	// onStart, when set, is told each program started (the run's journal).
+	onStart func(lab.Program, lab.Proc)
 }
 
 func (s *Site) Placement() lab.Placement { return s.p }
 
 // Limits is the variant's cgroup manager (servers held to a CPU share).
 func (s *Site) Limits() *limits.Manager { return s.mgr }
+
+// ShareCPU holds every CPU-limited program of the variant to cores together.
+func (s *Site) ShareCPU(cores float64) error { return s.mgr.LimitCPU(cores) }
 
 // Listen: loopback.
 func (s *Site) Listen() (string, string) { return "127.0.0.1", "" }

@@ -49,7 +49,11 @@ func (s *Site) Start(_ context.Context, prog lab.Program) (lab.Proc, error) {
 	go p.wait(out, prog.Stdout)
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
+	onStart := s.onStart
 	s.mu.Unlock()
+	if onStart != nil {
+		onStart(prog, p)
+	}
 	return p, nil
 }
 
@@ -145,6 +149,9 @@ func (p *proc) readStats(st limits.Stats) {
 	p.stats.Pids = st.Pids
 	p.stats.PidsRefused = max(p.stats.PidsRefused, st.PidsLimitHits)
 	p.stats.MemoryLimitBytes = st.MemoryLimitBytes
+	if st.Enforced {
+		p.stats.MemoryChargedBytes = st.MemoryBytes
+	}
 }
 
 func (p *proc) Done() <-chan struct{} { return p.done }

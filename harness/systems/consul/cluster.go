@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/chaoslab/chaoslab/harness/dockerconsul"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -35,7 +37,14 @@ type cluster struct {
 
 	mu      sync.Mutex
 	clients map[string]*api.Client
+	// data are the nodes' data directories on this machine.
+	data []string
+	// sup restarts dead agents (nil: agent_restart is off).
+	sup *supervisor
 }
+
+// DataDirs: the local nodes' data (a container's goes with it).
+func (c *cluster) DataDirs() []string { return c.data }
 
 func newCluster(env *lab.Env, nodes []node, wait func(context.Context) error, closeFn func() error) *cluster {
 	c := &cluster{env: env, wait: wait, close: closeFn, clients: map[string]*api.Client{}}
@@ -160,6 +169,9 @@ func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 		wg.Go(func() { out[i] = c.sample(ctx, m) })
 	}
 	wg.Wait()
+	if c.sup != nil {
+		out = append(out, c.sup.samples(c.env.Now())...)
+	}
 	return out
 }
 
@@ -240,4 +252,96 @@ func (m *member) Role(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return roleOf(m.node, leader), nil
+}
+
+// DNSAddr is a local client agent's DNS address as the harness reaches
+// it (UDP and TCP); a container agent's DNS is not published to the host.
+// A probe (no process yet) has "" and no error.
+func (m *member) DNSAddr() (string, error) {
+	switch n := m.node.(type) {
+	case *localNode:
+		if n.Node == nil {
+			return "", nil
+		}
+		if n.IsServer() {
+			return "", fmt.Errorf("%s is a server, not a client agent", n.Name())
+		}
+		return n.Node.DNSAddr(), nil
+	case *dockerNode:
+		if n.Node == nil || !n.IP().IsValid() {
+			return "", nil
+		}
+		if n.IsServer() {
+			return "", fmt.Errorf("%s is a server, not a client agent", n.Name())
+		}
+		// The harness reaches the run network's addresses directly.
+		return net.JoinHostPort(n.IP().String(), "8600"), nil
+	}
+	return "", errors.New("no DNS address for this consul node")
+}
+
+// AgentContainers are c's client agents' containers (none when c is not
+// a Consul cluster on the docker placement).
+func AgentContainers(c lab.Cluster) []*dockerconsul.Node {
+	cc, ok := c.(*cluster)
+	if !ok {
+		return nil
+	}
+	var out []*dockerconsul.Node
+	for _, m := range cc.members {
+		if n, ok := m.node.(*dockerNode); ok && n.Node != nil && !n.IsServer() {
+			out = append(out, n.Node)
+		}
+	}
+	return out
+}
+
+// ServerAPI is a client of a server's HTTP API (catalog writes that must
+// not go through a client agent that may be dead).
+func (m *member) ServerAPI() (*api.Client, error) {
+	if m.c == nil {
+		return nil, errors.New("a probe has no cluster")
+	}
+	return m.c.serverAPI()
+}
+
+// serverAPI is a client of the first running server's HTTP API.
+func (c *cluster) serverAPI() (*api.Client, error) {
+	for _, m := range c.members {
+		if m.node.IsServer() && m.node.Running() && !m.node.Paused() {
+			return c.client(m.node)
+		}
+	}
+	return nil, errors.New("no consul server running")
+}
+
+// ServerAPI is a client of a running server's HTTP API of c (a Consul
+// cluster).
+func ServerAPI(c lab.Cluster) (*api.Client, error) {
+	cc, ok := c.(*cluster)
+	if !ok {
+		return nil, errors.New("not a consul cluster")
+	}
+	return cc.serverAPI()
+}
+
+// AgentDNSAddrs are the DNS addresses of c's client agents, in order, as
+// the harness reaches them (local agents only).
+func AgentDNSAddrs(c lab.Cluster) ([]string, error) {
+	cc, ok := c.(*cluster)
+	if !ok {
+		return nil, errors.New("not a consul cluster")
+	}
+	var out []string
+	for _, m := range cc.members {
+		if m.node.IsServer() {
+			continue
+		}
+		a, err := m.DNSAddr()
+		if err != nil {
+			return nil, fmt.Errorf("find agents' dns: %w", err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

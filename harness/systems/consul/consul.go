@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/dockerconsul"
 	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/placement/container"
 	"github.com/chaoslab/chaoslab/harness/placement/local"
@@ -41,6 +44,17 @@ type Topology struct {
 	// RaftMultiplier is the servers' performance.raft_multiplier (1 elects
 	// and notices a lost leader 5 times sooner than Consul's default 5).
 	RaftMultiplier int `yaml:"raft_multiplier" json:"raft_multiplier"`
+	// AgentRestart restarts a client agent that died (OOM-killed by its
+	// memory cgroup, or exited) in the same limit, after a back-off that
+	// doubles up to a cap, like a pod's CrashLoopBackOff (scaled): e.g.
+	// {initial: 1s, max: 10s}. Off (no restart) unless set. An OOM kill
+	// is read from the agent's cgroup (oom_kill) or the engine's state.
+	AgentRestart instances.Backoff `yaml:"agent_restart" json:"agent_restart"`
+	// AgentEnv is more environment for every client agent's process or
+	// container, e.g. {GOMEMLIMIT: 80MiB}: a soft memory limit
+	// for the Go runtime under the hard limit of agent_memory_mb. None
+	// unless set.
+	AgentEnv map[string]string `yaml:"agent_env" json:"agent_env,omitempty"`
 	// Image is the nodes' image on the docker placement (default: the
 	// official image, else the local equivalent).
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
@@ -51,8 +65,15 @@ func (t *Topology) Check() []lab.Problem {
 	var c lab.Checks
 	c.Need(t.Servers >= 1 && t.Servers <= 5, "servers", "want 1 to 5, got %d", t.Servers)
 	c.Need(t.Agents >= 0 && t.Agents <= 20, "agents", "want 0 to 20, got %d", t.Agents)
-	c.Need(t.AgentMemoryMB == 0 || t.AgentMemoryMB >= 16, "agent_memory_mb", "want 0 (none) or at least 16, got %d", t.AgentMemoryMB)
+	c.Need(t.AgentMemoryMB == 0 || t.AgentMemoryMB >= lab.MinGoMemoryMB, "agent_memory_mb", "want 0 (none) or at least %d MiB, the least a Consul agent (a Go process) starts in, got %d", lab.MinGoMemoryMB, t.AgentMemoryMB)
+	c.Need(t.AgentMemoryMB <= 1<<20, "agent_memory_mb", "%d MiB is more than 1 TiB", t.AgentMemoryMB)
 	c.Need(t.RaftMultiplier >= 1 && t.RaftMultiplier <= 10, "raft_multiplier", "want 1 to 10, got %d", t.RaftMultiplier)
+	c = append(c, t.AgentRestart.Check("agent_restart")...)
+	for k := range t.AgentEnv {
+		c.Msg("agent_env."+k, lab.CheckEnvName(k))
+	}
+	c.Need(len(t.AgentEnv) == 0 || t.Agents > 0, "agent_env", "there are no agents (agents is 0)")
+	c.Need(!t.AgentRestart.On() || t.Agents > 0, "agent_restart", "there are no agents to restart (agents is 0)")
 	return c
 }
 
@@ -66,6 +87,12 @@ func (t *Topology) Facts() []lab.Fact {
 	mem := "no memory limit"
 	if t.AgentMemoryMB > 0 {
 		mem = fmt.Sprintf("each agent under a %d MiB memory limit", t.AgentMemoryMB)
+	}
+	if t.AgentRestart.On() {
+		mem += ", " + t.AgentRestart.String()
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.AgentEnv)) {
+		mem += fmt.Sprintf(", %s=%s", k, t.AgentEnv[k])
 	}
 	return []lab.Fact{{Name: "Consul", Value: fmt.Sprintf("%d servers and %d client agents (%s), Consul %s, raft multiplier %d", t.Servers, t.Agents, mem, images.ConsulVersion, t.RaftMultiplier)}}
 }
@@ -87,12 +114,23 @@ func (*System) Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
 		{Name: "server.alloc_mb", Title: "Go heap in use per Consul node (MiB, /v1/agent/metrics)", Unit: "MiB"},
 		{Name: "server.goroutines", Title: "Goroutines per Consul node (/v1/agent/metrics)", Unit: "goroutines"},
+		{Name: SeriesOOMKills, Title: "Client agents OOM-killed by their memory cgroup (cumulative, the kernel's oom_kill; per pod and all agents)", Unit: "kills", Marks: []string{"oom-kill", "agent-restart"}},
+		{Name: SeriesRestarts, Title: "Client agents restarted after death (cumulative, per pod and all agents)", Unit: "restarts"},
+		{Name: SeriesDown, Title: "Time client agents were down: dead, in back-off or not yet joined (s, cumulative)", Unit: "s"},
 	}
 }
 
 func (*System) Metrics() []lab.MetricDef {
-	return []lab.MetricDef{{Name: "consul.alloc_mb.max", Unit: "MiB", Doc: "largest Go heap of any Consul node (/v1/agent/metrics)",
-		Reducer: &lab.Reducer{Series: "server.alloc_mb", Reduce: "max"}}}
+	return []lab.MetricDef{
+		{Name: "consul.alloc_mb.max", Unit: "MiB", Doc: "largest Go heap of any Consul node (/v1/agent/metrics)",
+			Reducer: &lab.Reducer{Series: "server.alloc_mb", Reduce: "max"}},
+		{Name: "agents.oom_kills", Unit: "kills", Doc: "client agents OOM-killed by their memory cgroup, all agents (the kernel's oom_kill counter; with agent_restart)",
+			Reducer: &lab.Reducer{Series: SeriesOOMKills, Reduce: "max"}},
+		{Name: "agents.restarts", Unit: "restarts", Doc: "client agents restarted after death, all agents (agent_restart)",
+			Reducer: &lab.Reducer{Series: SeriesRestarts, Reduce: "max"}},
+		{Name: "agents.down_s", Unit: "s", Doc: "time client agents were down (dead, in back-off, not yet joined), summed over agents (agent_restart)",
+			Reducer: &lab.Reducer{Series: SeriesDown, Reduce: "max"}},
+	}
 }
 
 // Prepare finds (or builds) the consul binary for local processes.

@@ -141,7 +141,12 @@ type cluster struct {
 	http    *http.Client
 	wait    func(ctx context.Context) error
 	close   func() error
+	// data are the members' data directories on this machine.
+	data []string
 }
+
+// DataDirs: the local members' data (a container's goes with it).
+func (c *cluster) DataDirs() []string { return c.data }
 
 func newCluster(env *lab.Env, ms []member, host, site []string, wait func(context.Context) error, closeFn func() error) (*cluster, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: host, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})

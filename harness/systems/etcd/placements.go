@@ -26,11 +26,11 @@ func startLocal(ctx context.Context, env *lab.Env, bin string, t *Topology) (lab
 			err = lc.Close()
 		}
 		logs.Close()
-		_ = os.RemoveAll(data)
 		return err
 	}
 	if err != nil {
 		_ = closeAll()
+		_ = os.RemoveAll(data)
 		return nil, fmt.Errorf("start etcd: %w", err)
 	}
 	var ms []member
@@ -40,8 +40,10 @@ func startLocal(ctx context.Context, env *lab.Env, bin string, t *Topology) (lab
 	c, err := newCluster(env, ms, lc.Endpoints(), lc.Endpoints(), lc.WaitHealthy, closeAll)
 	if err != nil {
 		_ = closeAll()
+		_ = os.RemoveAll(data)
 		return nil, err
 	}
+	c.data = []string{data}
 	return c, nil
 }
 

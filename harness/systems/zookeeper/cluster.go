@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/placement/local"
 )
 
 // ensemble is what the two placements' ensembles give.
@@ -55,7 +56,8 @@ func (c *cluster) Leader(ctx context.Context) (lab.Member, error) {
 
 func (c *cluster) WaitHealthy(ctx context.Context) error { return c.ens.waitHealthy(ctx) }
 
-// Sample reads every member's mntr at once.
+// Sample reads every member's mntr at once, and on the local placement
+// what the servers' logs say (SeriesNotSynced, SeriesElections).
 func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 	ms := c.ens.members()
 	out := make([]lab.MemberSample, len(ms))
@@ -64,19 +66,71 @@ func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 		wg.Go(func() { out[i] = sample(ctx, m, c.env.Clock) })
 	}
 	wg.Wait()
+	if l, ok := c.ens.(logSampler); ok {
+		out = append(out, l.logSample(c.env.Now()))
+	}
 	return out
 }
 
+// logSampler is an ensemble whose servers' logs the harness reads as they
+// are written (local processes): one more sample, of source "ensemble".
+type logSampler interface {
+	logSample(t float64) lab.MemberSample
+}
+
+// Version is the version the servers report (mntr zk_version, without the
+// placeholder Debian's build leaves in it) and what it was read from: the
+// raw answer when it was cleaned, and on the local placement the version
+// of the Debian package the servers run from.
 func (c *cluster) Version(ctx context.Context) string {
+	raw := ""
 	for _, m := range c.ens.members() {
 		if v, err := m.Version(ctx); err == nil {
-			return cleanVersion(v)
+			raw = v
+			break
 		}
 	}
-	return ""
+	if raw == "" {
+		return ""
+	}
+	v := cleanVersion(raw)
+	from := "zk_version from mntr"
+	if v != raw {
+		from += fmt.Sprintf(" %q, cleaned", raw)
+	}
+	if c.env != nil {
+		if _, ok := c.env.Site.(*local.Site); ok {
+			if d, err := debianVersion(ctx); err == nil {
+				from += "; Debian package libzookeeper-java " + d
+			}
+		}
+	}
+	return v + " (" + from + ")"
+}
+
+// debianVersion is the installed version of Debian's ZooKeeper package.
+func debianVersion(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${Version}", "libzookeeper-java").Output()
+	if err != nil {
+		return "", fmt.Errorf("read package version: %w", err)
+	}
+	v := strings.TrimSpace(string(out))
+	if v == "" {
+		return "", fmt.Errorf("read package version: libzookeeper-java is not installed")
+	}
+	return v, nil
 }
 
 func (c *cluster) Close() error { return c.ens.close() }
+
+// DataDirs: the local members' data directories (a container's data
+// goes with it).
+func (c *cluster) DataDirs() []string {
+	if d, ok := c.ens.(interface{ dataDirs() []string }); ok {
+		return d.dataDirs()
+	}
+	return nil
+}
 
 // cpuShare is the CPU limit members are held to (0 until Limit).
 type cpuShare struct {

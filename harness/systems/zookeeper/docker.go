@@ -10,6 +10,9 @@ import (
 )
 
 func startDocker(ctx context.Context, env *lab.Env, site *container.Site, t *Topology) (lab.Cluster, error) {
+	if t.Observers > 0 {
+		return nil, fmt.Errorf("start ensemble: observers: %d asked, but observers run on the local placement only for now", t.Observers)
+	}
 	ens, err := dockerzk.StartEnsemble(ctx, dockerzk.EnsembleOptions{
 		Servers: t.Servers, Image: site.Image(Name), TickMS: t.TickMS, InitLimit: t.InitLimit, SyncLimit: t.SyncLimit,
 		HeapMB: t.HeapMB, MaxClientCnxns: t.MaxClientCnxns, RunID: env.RunID, Network: site.Network(),

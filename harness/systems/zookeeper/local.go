@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/harness/placement/local"
@@ -12,16 +13,19 @@ import (
 
 func startLocal(ctx context.Context, env *lab.Env, site *local.Site, t *Topology) (lab.Cluster, error) {
 	ens, err := zkensemble.Start(ctx, zkensemble.Options{
-		Servers: t.Servers, TickMS: t.TickMS, InitLimit: t.InitLimit, SyncLimit: t.SyncLimit,
+		Servers: t.Servers, Observers: t.Observers, TickMS: t.TickMS, InitLimit: t.InitLimit, SyncLimit: t.SyncLimit,
 		HeapMB: t.HeapMB, MaxClientCnxns: t.MaxClientCnxns, Dir: env.Dir, Logger: env.Log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start ensemble: %w", err)
 	}
-	le := &localEnsemble{ens: ens, mgr: site.Limits(), share: &cpuShare{}}
+	le := &localEnsemble{ens: ens, mgr: site.Limits(), share: &cpuShare{}, env: env}
+	var logs []string
 	for _, m := range ens.Members {
 		le.ms = append(le.ms, &localMember{Member: m, e: le})
+		logs = append(logs, m.LogPath())
 	}
+	le.logs = newLogCounter(logs)
 	c := &cluster{ens: le, env: env}
 	return &limitedCluster{cluster: c, cores: t.CPUQuota}, nil
 }
@@ -32,6 +36,8 @@ type localEnsemble struct {
 	mgr   *limits.Manager
 	share *cpuShare
 	ms    []*localMember
+	env   *lab.Env
+	logs  *logCounter
 }
 
 func (e *localEnsemble) members() []zkMember {
@@ -41,6 +47,9 @@ func (e *localEnsemble) members() []zkMember {
 	}
 	return out
 }
+
+// logSample: what the servers' logs say, counted since the start.
+func (e *localEnsemble) logSample(t float64) lab.MemberSample { return e.logs.sample(t) }
 
 func (e *localEnsemble) endpoints(lab.View) []string { return e.ens.Servers() }
 
@@ -66,6 +75,22 @@ func (e *localEnsemble) limitCPU(cores float64) error {
 
 func (e *localEnsemble) close() error { return e.ens.Close() }
 
+// dataDirs are the members' data directories (snapshots, transaction
+// logs), in the run folder.
+func (e *localEnsemble) dataDirs() []string {
+	var out []string
+	for _, m := range e.ens.Members {
+		out = append(out, m.DataDir)
+	}
+	return out
+}
+
+var (
+	_ faults.Replacer      = (*localMember)(nil)
+	_ faults.Gater         = (*localMember)(nil)
+	_ faults.EventRecorder = (*localMember)(nil)
+)
+
 // localMember is one server process.
 type localMember struct {
 	*zkensemble.Member
@@ -82,6 +107,31 @@ func (m *localMember) Restart(ctx context.Context) error {
 		return err
 	}
 	return m.hold()
+}
+
+// Replace stands a fresh server in for the member (same id and address,
+// empty data dir) and puts it under the CPU limit; it returns once the
+// process is started, before it has synced (see GateCheck).
+func (m *localMember) Replace(ctx context.Context) error {
+	if err := m.Member.Replace(ctx); err != nil {
+		return err
+	}
+	return m.hold()
+}
+
+// GateCheck is one probe of the replace fault's gate (shallow, deep).
+func (m *localMember) GateCheck(ctx context.Context, gate string) error {
+	if m.e == nil {
+		return fmt.Errorf("check gate: %s is a probe", m.Member.Name)
+	}
+	return gateCheck(ctx, m, m.e.members(), gate)
+}
+
+// Event puts a fault's event on the variant's timeline.
+func (m *localMember) Event(kind, source, detail string) {
+	if m.e != nil && m.e.env != nil {
+		m.e.env.Event(kind, source, detail)
+	}
 }
 
 // hold puts the member's process in its CPU group (a restarted process

@@ -31,6 +31,10 @@ func init() { lab.RegisterSystem(System{}) }
 type Topology struct {
 	// Servers is the number of ensemble members, 1 to 7.
 	Servers int `yaml:"servers" json:"servers"`
+	// Observers are non-voting members (peerType=observer) added after
+	// the voting ones (zk4, zk5 with 3 servers), 0 to 5; local placement
+	// only. Their role is observer; target them as observers or by name.
+	Observers int `yaml:"observers" json:"observers"`
 	// TickMS is zoo.cfg's tickTime in milliseconds.
 	TickMS int `yaml:"tick_ms" json:"tick_ms"`
 	// InitLimit is zoo.cfg's initLimit, in ticks.
@@ -50,18 +54,41 @@ type Topology struct {
 	MaxClientCnxns int `yaml:"max_client_cnxns" json:"max_client_cnxns"`
 }
 
+// Bounds of the topology.
+const (
+	// MaxTickMS is the longest tick: ZooKeeper counts sessions (2 to 20
+	// ticks) and a follower's sync (init_limit, sync_limit) in ticks.
+	MaxTickMS = 10000
+	// MaxLimitMS bounds init_limit and sync_limit in time (10 min).
+	MaxLimitMS = 10 * 60 * 1000
+	// MaxHeapMB is the largest server heap.
+	MaxHeapMB = 8192
+	// MaxObservers is the most observers: each is one more JVM of heap_mb
+	// on the same machine (zkensemble.MaxObservers).
+	MaxObservers = zkensemble.MaxObservers
+)
+
 // Check validates the topology.
 func (t *Topology) Check() []lab.Problem {
 	var c lab.Checks
 	c.Need(t.Servers >= 1 && t.Servers <= 7, "servers", "want 1 to 7, got %d", t.Servers)
+	c.Need(t.Observers >= 0 && t.Observers <= MaxObservers, "observers", "want 0 to %d (each is one more JVM of heap_mb on this machine), got %d", MaxObservers, t.Observers)
+	c.Need(t.Observers == 0 || t.Servers >= 2, "observers", "%d observers need at least 2 servers to follow (a single server runs standalone), got %d", t.Observers, t.Servers)
 	c.Need(t.TickMS >= 100, "tick_ms", "want at least 100, got %d", t.TickMS)
+	c.Need(t.TickMS <= MaxTickMS, "tick_ms", "%d ms is more than %d: session timeouts (2 to 20 ticks) and elections would take minutes", t.TickMS, MaxTickMS)
 	c.Need(t.InitLimit >= 1, "init_limit", "want at least 1, got %d", t.InitLimit)
 	c.Need(t.SyncLimit >= 1, "sync_limit", "want at least 1, got %d", t.SyncLimit)
-	c.Need(t.HeapMB >= 32, "heap_mb", "want at least 32, got %d", t.HeapMB)
-	c.Need(t.CPUQuota >= 0, "cpu_quota", "want >= 0")
-	c.Need(t.MaxClientCnxns >= 0, "max_client_cnxns", "want >= 0")
+	c.Need(t.InitLimit*t.TickMS <= MaxLimitMS || t.TickMS > MaxTickMS, "init_limit", "%d ticks of %d ms is more than %d min for a follower to sync", t.InitLimit, t.TickMS, MaxLimitMS/60000)
+	c.Need(t.SyncLimit*t.TickMS <= MaxLimitMS || t.TickMS > MaxTickMS, "sync_limit", "%d ticks of %d ms is more than %d min for a follower to answer", t.SyncLimit, t.TickMS, MaxLimitMS/60000)
+	c.Need(t.HeapMB >= 32, "heap_mb", "want at least 32 (the least a ZooKeeper JVM starts in), got %d", t.HeapMB)
+	c.Need(t.HeapMB <= MaxHeapMB, "heap_mb", "%d MiB is more than %d MiB: 3 to 7 servers of that heap do not fit one machine", t.HeapMB, MaxHeapMB)
+	c.Msg("cpu_quota", lab.CheckCPUs(t.CPUQuota, true))
+	c.Need(t.MaxClientCnxns >= 0, "max_client_cnxns", "want >= 0 (0 is unlimited), got %d", t.MaxClientCnxns)
 	return c
 }
+
+// ServerHeapMB is each server's heap, which holds the whole data tree.
+func (t *Topology) ServerHeapMB() int { return t.HeapMB }
 
 // Images: the servers' image.
 func (t *Topology) Images() []lab.ImageNeed {
@@ -74,8 +101,12 @@ func (t *Topology) Facts() []lab.Fact {
 	if t.CPUQuota > 0 {
 		cpu = strconv.FormatFloat(t.CPUQuota, 'g', -1, 64) + " cores per server once seeded"
 	}
+	ens := fmt.Sprintf("%d ZooKeeper servers, tickTime %d ms, initLimit %d, syncLimit %d", t.Servers, t.TickMS, t.InitLimit, t.SyncLimit)
+	if t.Observers > 0 {
+		ens = fmt.Sprintf("%d ZooKeeper servers and %d observers, tickTime %d ms, initLimit %d, syncLimit %d", t.Servers, t.Observers, t.TickMS, t.InitLimit, t.SyncLimit)
+	}
 	return []lab.Fact{
-		{Name: "Ensemble", Value: fmt.Sprintf("%d ZooKeeper servers, tickTime %d ms, initLimit %d, syncLimit %d", t.Servers, t.TickMS, t.InitLimit, t.SyncLimit)},
+		{Name: "Ensemble", Value: ens},
 		{Name: "Server CPU", Value: cpu},
 	}
 }
@@ -132,11 +163,27 @@ func (System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.C
 	return nil, fmt.Errorf("start zookeeper: no way to run on %s", env.Site.Placement().Name())
 }
 
+// Progress: the most requests outstanding at any server that answered.
+func (System) Progress(round []lab.MemberSample) []slog.Attr {
+	most, seen := 0.0, false
+	for _, m := range round {
+		if v, ok := m.Values["server.outstanding_requests"]; ok && m.OK {
+			most, seen = max(most, v), true
+		}
+	}
+	if !seen {
+		return nil
+	}
+	return []slog.Attr{slog.Int("outstanding", int(most))}
+}
+
 func (System) Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
 		{Name: "server.outstanding_requests", Title: "Outstanding requests at each server (mntr)", Unit: "requests"},
 		{Name: "server.avg_latency_ms", Title: "Average request latency at each server (ms)", Unit: "ms"},
 		{Name: "server.connections", Title: "Alive client connections per server", Unit: "connections"},
+		{Name: SeriesNotSynced, Title: `Leader shutdowns "Not sufficient followers synced" in the servers' logs, since the ensemble was healthy (local placement)`, Unit: "shutdowns"},
+		{Name: SeriesElections, Title: "Leaders elected (LEADING in the servers' logs) since the ensemble was healthy (local placement)", Unit: "elections"},
 	}
 }
 
@@ -148,6 +195,10 @@ func (System) Metrics() []lab.MetricDef {
 			Reducer: &lab.Reducer{Series: "server.outstanding_requests", Reduce: "max", Window: "from-fault"}},
 		{Name: "servers.avg_latency_ms.max", Unit: "ms", Doc: "peak of zk_avg_latency over every server and sample (mntr)",
 			Reducer: &lab.Reducer{Series: "server.avg_latency_ms", Reduce: "max"}},
+		{Name: "ensemble.not_synced_shutdowns.total", Unit: "shutdowns", Doc: `leaders that shut down with "Not sufficient followers synced" (fewer than a quorum synced within syncLimit), from the servers' logs, after the ensemble was first healthy (local placement)`,
+			Reducer: &lab.Reducer{Series: SeriesNotSynced, Reduce: "last"}},
+		{Name: "ensemble.elections.total", Unit: "elections", Doc: "leaders elected after the ensemble was first healthy, from the servers' logs (local placement)",
+			Reducer: &lab.Reducer{Series: SeriesElections, Reduce: "last"}},
 	}
 }
 

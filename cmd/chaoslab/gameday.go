@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chaoslab/chaoslab/harness/gameday"
+	"github.com/chaoslab/chaoslab/harness/runner"
+)
+
+type gamedayFlags struct {
+	variant, out, placement string
+	seed                    int64
+	port                    int
+}
+
+func gamedayCmd() *cobra.Command {
+	var f gamedayFlags
+	cmd := &cobra.Command{
+		Use:   "gameday ID|FILE",
+		Short: "Run a scenario with a live dashboard, facilitator controls and operator actions",
+		Long: `Run one variant of a scenario on real servers with a live dashboard on
+127.0.0.1 (--port; 0 picks a free one): the report's charts drawn as the
+samples come, fault windows and events as they happen, each hypothesis
+once judged. A facilitator holds the timeline before its next step, takes
+the next step now, extends or ends the observation; an operator takes
+actions (any registered fault, e.g. kill-restart of the leader to force an
+election, or of clients:50% to stop half the clients) from the dashboard
+or with 'chaoslab gameday act'. Every control and action is on the
+report's timeline with its author. Only requests bearing the run's token
+(in the URL printed) can read the events or act. The latest samples are
+exposed for Prometheus at /metrics.`,
+		Example: `  chaoslab gameday il-0587-zk-treecache-reconnect-storm
+  chaoslab gameday act kill-restart leader 3s --author alice
+  chaoslab gameday control hold`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeScenarioIDs,
+		RunE:              func(cmd *cobra.Command, args []string) error { return runGameday(cmd, args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.variant, "variant", "", "the variant to run (default: the scenario's first, usually vulnerable)")
+	fl.Int64Var(&f.seed, "seed", 1, "random seed (recorded in the report)")
+	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
+	fl.StringVar(&f.placement, "placement", "auto", "local, docker or auto")
+	fl.IntVar(&f.port, "port", 8077, "the dashboard's port on 127.0.0.1 (0: any free port)")
+	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd())
+	return cmd
+}
+
+func runGameday(cmd *cobra.Command, ref string, f gamedayFlags) error {
+	s, err := findScenario(ref)
+	if err != nil {
+		return err
+	}
+	v := f.variant
+	if v == "" {
+		v = s.VariantNames()[0]
+	}
+	if !slices.Contains(s.VariantNames(), v) {
+		return errInput(fmt.Errorf("variant %q: the scenario has %s", v, strings.Join(s.VariantNames(), ", ")))
+	}
+	hub := gameday.NewHub()
+	ctl := gameday.NewControls(func(d string) { hub.Control("", d) })
+	srv, err := gameday.Listen("127.0.0.1", f.port, hub, ctl)
+	if err != nil {
+		return err
+	}
+	defer srv.Close(context.Background())
+	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the game day, cleaning up and writing an aborted report")
+	defer stop()
+	con, err := newRunConsole(cmd, "text")
+	if err != nil {
+		return err
+	}
+	defer con.close()
+	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed,
+		Rerun: fmt.Sprintf("chaoslab gameday %s --variant %s --seed %d", s.ID, v, f.seed)}
+	con.hook(&o)
+	settle := gameday.Wire(ctx, &o, srv, func(url string) { con.con.Println("game day dashboard: " + url) })
+	r, err := runner.Run(ctx, s, o)
+	con.done()
+	settle()
+	if r != nil && r.Dir != "" {
+		fmt.Fprint(cmd.OutOrStdout(), closingSummary(r))
+	}
+	return errors.Join(err, interrupted(ctx))
+}
+
+// liveGameday finds the dashboard of the newest game day running under out.
+func liveGameday(out string) (gameday.Info, error) {
+	files, _ := filepath.Glob(filepath.Join(out, "*", gameday.InfoFile))
+	var newest gameday.Info
+	var at time.Time
+	for _, p := range files {
+		st, err := os.Stat(p)
+		b, rerr := os.ReadFile(p)
+		var gi gameday.Info
+		if err != nil || rerr != nil || json.Unmarshal(b, &gi) != nil || !st.ModTime().After(at) {
+			continue
+		}
+		if processAlive(gi.Pid) {
+			newest, at = gi, st.ModTime()
+		}
+	}
+	if newest.Addr == "" {
+		return newest, errInput(fmt.Errorf("find game day: none running under %s (start one with chaoslab gameday ID)", out))
+	}
+	return newest, nil
+}
+
+func processAlive(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return pid > 0 && err == nil
+}
+
+// postGameday sends one request to the running game day.
+func postGameday(cmd *cobra.Command, out, path string, body any) error {
+	gi, err := liveGameday(out)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, "http://"+gi.Addr+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Chaoslab-Token", gi.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach game day: %w", err)
+	}
+	defer resp.Body.Close()
+	var msg bytes.Buffer
+	_, _ = msg.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return errInput(fmt.Errorf("game day refused: %s", strings.TrimSpace(msg.String())))
+	}
+	fmt.Fprint(cmd.OutOrStdout(), msg.String())
+	return nil
+}
+
+func gamedayActCmd() *cobra.Command {
+	var out, author string
+	var params map[string]string
+	cmd := &cobra.Command{
+		Use:   "act FAULT TARGET DURATION",
+		Short: "Take an operator action on the running game day (any registered fault)",
+		Example: `  chaoslab gameday act kill-restart leader 3s          # force a leader election
+  chaoslab gameday act kill-restart clients:50% 60s    # stop half the clients for a minute`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := gameday.ActRequest{Fault: args[0], Target: args[1], Duration: args[2], Author: author}
+			if len(params) > 0 {
+				q.Params = map[string]any{}
+				for k, v := range params {
+					q.Params[k] = v
+				}
+			}
+			if _, err := q.Action(); err != nil {
+				return errInput(err)
+			}
+			return postGameday(cmd, out, "/act", q)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
+	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who acts (on the report's timeline)")
+	cmd.Flags().StringToStringVar(&params, "param", nil, "a fault parameter, KEY=VALUE")
+	return cmd
+}
+
+func gamedayControlCmd() *cobra.Command {
+	var out, author string
+	var seconds float64
+	cmd := &cobra.Command{
+		Use:       "control hold|release|next|extend|end",
+		Short:     "Steer the running game day's timeline (a facilitator's control)",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"hold", "release", "next", "extend", "end"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return postGameday(cmd, out, "/control", gameday.ControlRequest{Op: args[0], Seconds: seconds, Author: author})
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
+	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who steers (on the report's timeline)")
+	cmd.Flags().Float64Var(&seconds, "seconds", 30, "with extend: by how much")
+	return cmd
+}

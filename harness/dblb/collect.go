@@ -1,0 +1,164 @@
+package dblb
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// Collect adds the app's per-second series, the servers' samples, the
+// pods' lookups and the metrics over the fault's window.
+func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
+	w.collectApp(r)
+	w.collectDB(r)
+	w.collectPods(r)
+	w.collectAgents(r)
+	fs, fe := tl.FaultStart(), tl.FaultEnd()
+	if math.IsNaN(fs) {
+		return
+	}
+	during, before := w.rec.window(fs, fe), w.rec.window(fs-10, fs)
+	r.SetMetric(MetricPrimaryShare, during.primaryShare())
+	r.SetMetric("app.primary_read_share.before_faults", before.primaryShare())
+	r.SetMetric(MetricReadP99, quantile(during.readMS, 0.99))
+	r.SetMetric("app.read_p50_ms.during_faults", quantile(during.readMS, 0.5))
+	r.SetMetric("app.read_p99_ms.before_faults", quantile(before.readMS, 0.99))
+	r.SetMetric(MetricErrorRate, during.errorRate())
+	w.collectDBMetrics(r, fs, fe)
+}
+
+func (w *workload) collectApp(r *lab.Result) {
+	ts, ss := w.rec.seconds()
+	for i, t := range ts {
+		s, at := ss[i], float64(t)+0.5
+		if n := s.primaryReads + s.replicaReads; n > 0 {
+			r.Add(SeriesPrimaryShare, "app", "share", at, float64(s.primaryReads)/float64(n))
+			r.Add(SeriesReadP50, "app", "ms", at, quantile(s.readMS, 0.5))
+			r.Add(SeriesReadP99, "app", "ms", at, quantile(s.readMS, 0.99))
+		}
+		r.Add(SeriesReads, "primary", "reads/s", at, float64(s.primaryReads))
+		r.Add(SeriesReads, "replicas", "reads/s", at, float64(s.replicaReads))
+		if s.requests > 0 {
+			r.Add(SeriesErrorRate, "app", "share", at, float64(s.failed)/float64(s.requests))
+		}
+	}
+}
+
+func (w *workload) collectDB(r *lab.Result) {
+	w.mu.Lock()
+	samples := append([]dbSample(nil), w.samples...)
+	w.mu.Unlock()
+	names := w.serverNames()
+	for i, d := range samples {
+		r.Add(SeriesNoReplicas, "app", "processes", d.t, float64(d.noReplica))
+		if d.ok[0] {
+			p := d.servers[0]
+			r.Add(SeriesActive, "primary", "connections", d.t, float64(p.Active))
+			r.Add(SeriesSaturation, "primary", "share", d.t, float64(p.Connections)/float64(w.s.MaxConnections))
+		}
+		if i == 0 {
+			continue
+		}
+		prev := samples[i-1]
+		dt := d.t - prev.t
+		for j, name := range names {
+			if j >= len(d.ok) || !d.ok[j] || !prev.ok[j] || dt <= 0 {
+				continue
+			}
+			r.Add(SeriesCPU, name, "cores", d.t, (d.servers[j].CPUSeconds-prev.servers[j].CPUSeconds)/dt)
+			r.Add(SeriesXacts, name, "xacts/s", d.t, float64(d.servers[j].XactCommit-prev.servers[j].XactCommit)/dt)
+		}
+	}
+	r.SetLimit(SeriesSaturation, 1, fmt.Sprintf("max_connections %d", w.s.MaxConnections))
+	r.SetLimit(SeriesCPU, w.s.PrimaryCPU, fmt.Sprintf("the primary's CPU share, %g cores", w.s.PrimaryCPU))
+	r.SetLimit(SeriesNoReplicas, float64(len(w.procs)), fmt.Sprintf("all %d processes", len(w.procs)))
+}
+
+func (w *workload) serverNames() []string {
+	var out []string
+	if w.pg == nil {
+		return nil
+	}
+	for _, s := range w.pg.Servers() {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+// collectPods adds each pod's lookups, their totals and the pods as the
+// report's instances.
+func (w *workload) collectPods(r *lab.Result) {
+	w.mu.Lock()
+	samples := append([]dbSample(nil), w.samples...)
+	w.mu.Unlock()
+	maxNo := 0.0
+	for _, d := range samples {
+		maxNo = math.Max(maxNo, float64(d.noReplica))
+		for i, c := range d.lookups {
+			for k, what := range []string{"answered", "empty", "failed"} {
+				r.Add(SeriesLookups, fmt.Sprintf("pod-%d %s", i+1, what), "lookups", d.t, float64(c[k]))
+			}
+		}
+	}
+	r.SetMetric("app.processes_without_replicas.max", maxNo)
+	var tot [3]int64
+	pods := map[int]*lab.Instance{}
+	var order []int
+	for _, p := range w.procs {
+		tot[0] += p.answered.Load()
+		tot[1] += p.empty.Load()
+		tot[2] += p.failed.Load()
+		in := pods[p.pod]
+		if in == nil {
+			in = &lab.Instance{ID: fmt.Sprintf("pod-%d", p.pod+1), Starts: 1}
+			pods[p.pod] = in
+			order = append(order, p.pod)
+		}
+		in.Requests += p.answered.Load() + p.empty.Load() + p.failed.Load()
+	}
+	for _, i := range order {
+		r.Clients = append(r.Clients, *pods[i])
+	}
+	r.SetMetric("pods.lookups_answered", float64(tot[0]))
+	r.SetMetric("pods.lookups_empty", float64(tot[1]))
+	r.SetMetric("pods.lookups_failed", float64(tot[2]))
+}
+
+// collectDBMetrics: mean CPU of the primary and of the replicas over
+// [from, to).
+func (w *workload) collectDBMetrics(r *lab.Result, from, to float64) {
+	w.mu.Lock()
+	samples := append([]dbSample(nil), w.samples...)
+	w.mu.Unlock()
+	var first, last *dbSample
+	for i := range samples {
+		d := &samples[i]
+		if d.t < from || d.t >= to || !allOK(d.ok) {
+			continue
+		}
+		if first == nil {
+			first = d
+		}
+		last = d
+	}
+	if first == nil || last == first {
+		return
+	}
+	dt := last.t - first.t
+	r.SetMetric("primary.cpu_cores.during_faults", (last.servers[0].CPUSeconds-first.servers[0].CPUSeconds)/dt)
+	rep := 0.0
+	for j := 1; j < len(last.servers); j++ {
+		rep += last.servers[j].CPUSeconds - first.servers[j].CPUSeconds
+	}
+	r.SetMetric("replicas.cpu_cores.during_faults", rep/dt)
+}
+
+func allOK(ok []bool) bool {
+	for _, o := range ok {
+		if !o {
+			return false
+		}
+	}
+	return len(ok) > 0
+}

@@ -1,0 +1,179 @@
+package gameday
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/journal"
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+func TestControlsHoldNextExtendEnd(t *testing.T) {
+	c := NewControls(nil)
+	ctx := context.Background()
+	// As written: returns at t.
+	g := c.Wait(ctx, "v", time.Now().Add(30*time.Millisecond), "pause")
+	require.True(t, g.OK)
+	require.False(t, g.End)
+
+	// Held past t: it waits until released, and says so.
+	require.NoError(t, c.Do("hold", 0, "fac"))
+	done := make(chan struct{})
+	var held = time.Now()
+	go func() {
+		g = c.Wait(ctx, "v", time.Now().Add(10*time.Millisecond), "pause")
+		close(done)
+	}()
+	time.Sleep(150 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("a held timeline went on")
+	default:
+	}
+	require.NoError(t, c.Do("release", 0, "fac"))
+	<-done
+	require.True(t, g.OK)
+	require.GreaterOrEqual(t, time.Since(held), 150*time.Millisecond)
+	require.Contains(t, strings.Join(g.Notes, "; "), "held before pause by fac")
+	require.Contains(t, strings.Join(g.Notes, "; "), "released after")
+
+	// Next: a step an hour away is taken now.
+	go func() { time.Sleep(50 * time.Millisecond); _ = c.Do("next", 0, "fac") }()
+	began := time.Now()
+	g = c.Wait(ctx, "v", time.Now().Add(time.Hour), "kill-restart")
+	require.True(t, g.OK)
+	require.Less(t, time.Since(began), 5*time.Second)
+	require.Contains(t, g.Notes[0], "taken now")
+
+	// Extend moves the end, not the faults.
+	require.NoError(t, c.Do("extend", 200*time.Millisecond, "fac"))
+	began = time.Now()
+	g = c.Wait(ctx, "v", time.Now(), "end")
+	require.GreaterOrEqual(t, time.Since(began), 190*time.Millisecond)
+	require.Contains(t, g.Notes[0], "extended by 200ms")
+
+	// End: everything left is skipped.
+	require.NoError(t, c.Do("end", 0, "fac"))
+	g = c.Wait(ctx, "v", time.Now().Add(time.Hour), "pause")
+	require.True(t, g.OK)
+	require.True(t, g.End)
+
+	require.Error(t, c.Do("explode", 0, "fac"))
+	require.Error(t, c.Do("extend", -time.Second, "fac"))
+}
+
+func TestWaitEndsWithContext(t *testing.T) {
+	c := NewControls(nil)
+	require.NoError(t, c.Do("hold", 0, "fac"))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	g := c.Wait(ctx, "v", time.Now(), "pause")
+	require.False(t, g.OK)
+}
+
+func TestListenLoopbackOnly(t *testing.T) {
+	_, err := Listen("0.0.0.0", 0, NewHub(), NewControls(nil))
+	require.ErrorContains(t, err, "not a loopback address")
+}
+
+func TestServerNeedsTheToken(t *testing.T) {
+	h := NewHub()
+	c := NewControls(func(d string) { h.Control("", d) })
+	s, err := Listen("127.0.0.1", 0, h, c)
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	base := "http://" + s.Addr()
+
+	post := func(path, tok, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
+		if tok != "" {
+			req.Header.Set("X-Chaoslab-Token", tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := post("/control", "", `{"op":"hold"}`)
+	require.Equal(t, http.StatusForbidden, code)
+	code, _ = post("/control", "wrong", `{"op":"hold"}`)
+	require.Equal(t, http.StatusForbidden, code)
+	require.False(t, c.State().Held, "a request without the token acted")
+
+	code, body := post("/control", s.Token, `{"op":"hold","author":"ann"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	require.True(t, c.State().Held)
+	require.Equal(t, "ann", c.State().HeldBy)
+
+	code, body = post("/act", s.Token, `{"fault":"no-such-fault","target":"leader","duration":"3s"}`)
+	require.Equal(t, http.StatusBadRequest, code)
+	require.Contains(t, body, "no-such-fault")
+	code, body = post("/act", s.Token, `{"fault":"kill-restart","target":"leader","duration":"3s","author":"bob"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	a := <-c.Actions()
+	require.Equal(t, "kill-restart", a.Step.Fault)
+	require.Equal(t, "bob", a.Author)
+	require.Equal(t, 3*time.Second, a.Step.Duration.D())
+
+	resp, err := http.Get(base + "/events")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, err = http.Get(base + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestTailFeedsTheDashboard: a journal written as a run writes it reaches
+// a subscriber, and the exposition shows the newest samples.
+func TestTailFeedsTheDashboard(t *testing.T) {
+	dir := t.TempDir()
+	w, err := journal.Create(dir)
+	require.NoError(t, err)
+	h := NewHub()
+	c, stop := h.Subscribe()
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Tail(ctx, filepath.Join(dir, journal.File), h) }()
+
+	head, _ := json.Marshal(map[string]any{"run_id": "r1"})
+	w.Add(journal.Record{Kind: journal.KindHead, Body: head}, true)
+	w.Add(journal.Record{Kind: journal.KindVariant, Variant: "vulnerable"}, true)
+	began := time.Now()
+	w.Add(journal.Record{Kind: journal.KindPoints, Variant: "vulnerable", Series: []lab.Series{
+		{Name: "server.outstanding_requests", Source: "zk1", Points: []lab.Point{lab.Pt(1, 7), lab.Pt(2, 42)}}}}, true)
+	var got []Message
+	for len(got) < 3 {
+		select {
+		case b := <-c:
+			var m Message
+			require.NoError(t, json.Unmarshal(b, &m))
+			got = append(got, m)
+		case <-ctx.Done():
+			t.Fatalf("only %d messages reached the dashboard", len(got))
+		}
+	}
+	t.Logf("a sample reached the dashboard %s after it was journaled", time.Since(began))
+	require.Equal(t, []string{"head", "variant", "points"}, []string{got[0].Type, got[1].Type, got[2].Type})
+	exp := Exposition(h.Latest())
+	require.Contains(t, exp, `chaoslab_server_outstanding_requests{variant="vulnerable",source="zk1"} 42`)
+	require.Contains(t, exp, "# TYPE chaoslab_server_outstanding_requests gauge")
+	w.Add(journal.Record{Kind: journal.KindEnd}, true)
+	require.NoError(t, <-done)
+	_ = os.Remove(filepath.Join(dir, journal.File))
+}

@@ -1,0 +1,206 @@
+package gameday
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/runner"
+	"github.com/chaoslab/chaoslab/scenarios"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Server is a run's dashboard, its exposition and its controls.
+type Server struct {
+	Hub      *Hub
+	Controls *Controls
+	// Token is what every request that reads the run's events or acts on
+	// it must bear (?token= or the X-Chaoslab-Token header).
+	Token string
+	ln    net.Listener
+	srv   *http.Server
+}
+
+// Listen opens the dashboard on 127.0.0.1:port (0: a free port). An
+// address other than loopback is refused.
+func Listen(host string, port int, h *Hub, c *Controls) (*Server, error) {
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("listen dashboard: %q is not a loopback address", host)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen dashboard: %w", err)
+	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("make token: %w", err)
+	}
+	s := &Server{Hub: h, Controls: c, Token: hex.EncodeToString(tok), ln: ln}
+	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// URL is the dashboard's address with its token.
+func (s *Server) URL() string { return fmt.Sprintf("http://%s/?token=%s", s.ln.Addr(), s.Token) }
+
+// Addr is the host:port the dashboard listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the dashboard; the listening dashboards are told the end.
+func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	mux.Handle("GET /", http.FileServerFS(static))
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET /events", s.authed(s.events))
+	mux.HandleFunc("GET /state", s.authed(s.state))
+	mux.HandleFunc("GET /faults", s.authed(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, faults.Names()) }))
+	mux.HandleFunc("POST /control", s.authed(s.control))
+	mux.HandleFunc("POST /act", s.authed(s.act))
+	return mux
+}
+
+// authed lets a request through only with the run's token.
+func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get("X-Chaoslab-Token")
+		if tok == "" {
+			tok = r.URL.Query().Get("token")
+		}
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+			http.Error(w, "this run's token is required", http.StatusForbidden)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// events streams the hub's messages as server-sent events.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	c, done := s.Hub.Subscribe()
+	defer done()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case b := <-c:
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return
+			}
+			if len(c) == 0 {
+				fl.Flush()
+			}
+		}
+	}
+}
+
+func (s *Server) state(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Controls.State()) }
+
+// ControlRequest is the body of POST /control.
+type ControlRequest struct {
+	Op      string  `json:"op"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Author  string  `json:"author,omitempty"`
+}
+
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	var q ControlRequest
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
+		http.Error(w, "decode control: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := s.Controls.Do(q.Op, time.Duration(q.Seconds*float64(time.Second)), author(q.Author)); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, s.Controls.State())
+}
+
+// ActRequest is the body of POST /act: a registered fault taken now.
+type ActRequest struct {
+	Fault    string         `json:"fault"`
+	Target   string         `json:"target"`
+	Duration string         `json:"duration"`
+	Params   map[string]any `json:"params,omitempty"`
+	Author   string         `json:"author,omitempty"`
+}
+
+// Action builds the runner's action from the request, refusing what
+// could not be injected.
+func (q ActRequest) Action() (runner.Action, error) {
+	d, err := time.ParseDuration(q.Duration)
+	if err != nil || d < 0 || d > time.Hour {
+		return runner.Action{}, fmt.Errorf("duration %q: want a duration between 0s and 1h", q.Duration)
+	}
+	if strings.TrimSpace(q.Target) == "" {
+		return runner.Action{}, errors.New("target: required (a role, a group, member:NAME; :N or :N% picks how many)")
+	}
+	step := scenarios.FaultStep{Fault: q.Fault, Target: q.Target, Duration: scenarios.Duration(d)}
+	if len(q.Params) > 0 {
+		if err := step.Params.Encode(q.Params); err != nil {
+			return runner.Action{}, fmt.Errorf("params: %w", err)
+		}
+	} else {
+		step.Params = yaml.Node{}
+	}
+	if _, err := step.NewFault(); err != nil {
+		return runner.Action{}, err
+	}
+	return runner.Action{Step: step, Author: author(q.Author)}, nil
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	var q ActRequest
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil {
+		http.Error(w, "decode action: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	a, err := q.Action()
+	if err == nil {
+		err = s.Controls.Act(a)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.Hub.Control("", fmt.Sprintf("action queued: %s %s for %s, by %s", q.Fault, q.Target, q.Duration, a.Author))
+	writeJSON(w, map[string]string{"queued": q.Fault + " " + q.Target})
+}
+
+func author(a string) string {
+	if a = strings.TrimSpace(a); a == "" {
+		return "operator"
+	}
+	return a
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,61 @@
+package gameday
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/journal"
+	"github.com/chaoslab/chaoslab/harness/runner"
+)
+
+// InfoFile, in the run folder while the dashboard serves, says where it
+// is and its token (readable by the run's user only).
+const InfoFile = "gameday.json"
+
+// Info is what InfoFile holds.
+type Info struct {
+	URL   string `json:"url"`
+	Addr  string `json:"addr"`
+	Token string `json:"token"`
+	Pid   int    `json:"pid"`
+}
+
+// Wire makes the run o describes steerable from srv's controls and shown
+// on its dashboard: once the run folder exists, its journal is tailed
+// into the hub and InfoFile written (onDir, when set, is told the
+// dashboard's URL). The returned function waits (2 s at most) until the
+// dashboard has the journal's end, and removes InfoFile.
+func Wire(ctx context.Context, o *runner.Options, srv *Server, onDir func(url string)) func() {
+	o.Steer = srv.Controls
+	prev := o.OnDir
+	var (
+		dir  string
+		done chan error
+	)
+	o.OnDir = func(d string) {
+		if prev != nil {
+			prev(d)
+		}
+		dir = d
+		b, _ := json.Marshal(Info{URL: srv.URL(), Addr: srv.Addr(), Token: srv.Token, Pid: os.Getpid()})
+		_ = os.WriteFile(filepath.Join(d, InfoFile), b, 0o600)
+		done = make(chan error, 1)
+		go func() { done <- Tail(ctx, filepath.Join(d, journal.File), srv.Hub) }()
+		if onDir != nil {
+			onDir(srv.URL())
+		}
+	}
+	return func() {
+		if done == nil {
+			return
+		}
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+		_ = os.Remove(filepath.Join(dir, InfoFile))
+	}
+}

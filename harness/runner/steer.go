@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/scenarios"
+)
+
+// Steer lets a facilitator and operators steer a variant's timeline while
+// it runs (chaoslab gameday). Options.Steer nil: the timeline runs as
+// written.
+type Steer interface {
+	// Wait returns when the timeline may go on to its next step (next
+	// names it; "end" is the end of the observation), planned at t:
+	// later while the timeline is held or the observation extended,
+	// earlier when told to go on now.
+	Wait(ctx context.Context, variant string, t time.Time, next string) Go
+	// Actions are operator actions to take now, on the running variant.
+	Actions() <-chan Action
+}
+
+// Go is what Wait decided.
+type Go struct {
+	// OK is false when ctx ended first.
+	OK bool
+	// End: the facilitator ended the run; no further step is taken.
+	End bool
+	// Notes are what the controls did, recorded on the timeline.
+	Notes []string
+}
+
+// Action is an operator's action: a registered fault taken now, with its
+// target, duration and parameters, and who asked for it.
+type Action struct {
+	Step   scenarios.FaultStep
+	Author string
+}
+
+// steered waits for the next step as s allows (as written without s) and
+// records what the controls did.
+func (v *variant) steered(ctx context.Context, t time.Time, next string) Go {
+	if v.o.Steer == nil {
+		return Go{OK: sleepUntil(ctx, t)}
+	}
+	g := v.o.Steer.Wait(ctx, v.name, t, next)
+	for _, n := range g.Notes {
+		v.env.Event("control", "facilitator", n)
+	}
+	return g
+}
+
+// actions takes the operators' actions as they come, each in its own
+// goroutine, until ctx ends; wait returns their fault windows once every
+// action has ended.
+func (v *variant) actions(ctx context.Context, c lab.Cluster, w lab.Workload) (wait func() []lab.FaultWindow) {
+	if v.o.Steer == nil {
+		return func() []lab.FaultWindow { return nil }
+	}
+	var (
+		mu  sync.Mutex
+		fws []lab.FaultWindow
+		wg  sync.WaitGroup
+	)
+	actx, stop := context.WithCancel(ctx)
+	wg.Go(func() {
+		n := 0
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case a := <-v.o.Steer.Actions():
+				n++
+				wg.Go(func() {
+					if fw, ok := v.act(ctx, n, a, c, w); ok {
+						mu.Lock()
+						fws = append(fws, fw)
+						mu.Unlock()
+					}
+				})
+			}
+		}
+	})
+	return func() []lab.FaultWindow {
+		stop()
+		wg.Wait()
+		return fws
+	}
+}
+
+// act takes one operator action: no health check before it (an operator
+// acts during the outage), its window and author on the timeline.
+func (v *variant) act(ctx context.Context, n int, a Action, c lab.Cluster, w lab.Workload) (lab.FaultWindow, bool) {
+	step := a.Step
+	fail := func(err error) (lab.FaultWindow, bool) {
+		v.env.Event("action-refused", step.Target, fmt.Sprintf("%s by %s: %v", step.Fault, a.Author, err))
+		return lab.FaultWindow{}, false
+	}
+	f, sel, err := v.faultFor(step)
+	if err != nil {
+		return fail(err)
+	}
+	targets, err := v.targetsFor(ctx, sel, c, w, uint64(10000+n))
+	if err == nil {
+		err = available(f, targets)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	params := step.ParamsMap()
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["author"] = a.Author
+	fw := lab.FaultWindow{Fault: step.Fault, Target: step.Target, Member: names(targets), Start: v.env.Now(), Params: params, Detail: "action by " + a.Author}
+	v.env.Event("action", fw.Member, fmt.Sprintf("%s %s (%s) for %s, by %s", step.Fault, fw.Member, step.Target, step.Duration, a.Author))
+	v.journalFault(fw, true)
+	ierr := injectAll(ctx, v.p.aborter, f, targets, step.Duration.D())
+	fw.End = v.env.Now()
+	if ierr != nil && ctx.Err() == nil {
+		fw.Detail += ": " + ierr.Error()
+	}
+	v.journalFault(fw, false)
+	v.env.Event("action-end", fw.Member, step.Fault+" ended (action by "+a.Author+")")
+	return fw, true
+}

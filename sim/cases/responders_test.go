@@ -1,0 +1,101 @@
+package cases
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/sim"
+)
+
+// The responders' actions come from the case records' timelines: IL-0587's
+// at 12:42 UTC, 3 h 33 min after the leader's high CPU (09:09 UTC), with
+// the write-up's window to 13:02; IL-0384's restart at 10:07 PST, 7 h 23 min
+// after the addition began (02:44 PST).
+func TestResponderActionsFromRecords(t *testing.T) {
+	zk := responderActions("il-0587")
+	require.Len(t, zk, 2)
+	for _, a := range zk {
+		require.Equal(t, 213*60.0, a.After, a.Kind)
+		require.Equal(t, 20*60.0, a.Window, a.Kind)
+		require.NotEmpty(t, a.Source)
+	}
+	require.Equal(t, []string{"scale-proxies", "leader-election"}, []string{zk[0].Kind, zk[1].Kind})
+	m := zkResponders(sim.IncidentZK())
+	require.Len(t, m.Actions, 2)
+	require.Equal(t, m.FaultAt+213*60, m.Actions[0].At)
+
+	k := kinesisIncidentModel()
+	require.Equal(t, (7*60+23)*60.0, k.RestartAt-k.AddAt)
+	require.Equal(t, sim.IncidentKinesis().Horizon-sim.IncidentKinesis().RestartAt, k.Horizon-k.RestartAt)
+}
+
+// IL-0587 at the incident's scale with the responders' actions replayed at
+// their times, against the write-up's ~20-minute full outage, within
+// zkRespondersAgree (2x). The finding this pins: the model does NOT
+// recover after them. Its loop is the servers' GC thrash under the
+// fleet's queued refreshes (every TreeCache reconnect adds a whole tree),
+// which neither more memory, more proxies nor a new leader removes; the
+// forced election disconnects every proxy and restarts the flood. So the
+// outage after the actions lasts to the horizon, outside the band. A model
+// change that makes the actions work flips the check below: then set
+// recovers to true and keep the factor.
+func TestZKRespondersAgainstWriteUp(t *testing.T) {
+	const recovers = false
+	m := zkResponders(sim.IncidentZK())
+	first := m.Actions[0].At
+	m.Horizon = first + 45*60 // past the band's 40 min, and cheaper than the full horizon
+	start := time.Now()
+	r := m.Run()
+	t.Logf("with the actions at %.0f min after the trigger: %d events in %s; outage after them %.1f min, recovered after them %.0f s, whole outage %.0f min, elections %d, OOM kills %d",
+		(first-m.FaultAt)/60, r.Events, time.Since(start).Round(time.Millisecond), r.OutageAfterActions/60, r.RecoveredAfterActions, r.Outage/60, r.Elections, r.OOMKills)
+	require.Equal(t, first, r.ActedAt)
+	// The actions were taken: the fleet grew by half, and a leader was
+	// elected after them.
+	last := len(r.Alive) - 1
+	require.Greater(t, r.Alive[last], 1.4*float64(m.Proxies))
+	published := number("il-0587", "full_outage_duration").Value * 60
+	agrees := r.OutageAfterActions >= published/zkRespondersAgree && r.OutageAfterActions <= published*zkRespondersAgree
+	require.Equal(t, recovers, agrees, "outage after the actions %.1f min against the write-up's %.0f min (×%g)", r.OutageAfterActions/60, published/60, zkRespondersAgree)
+	require.True(t, math.IsInf(r.RecoveredAfterActions, 1))
+}
+
+// The same model with the servers' request throttle of ZooKeeper 3.8
+// (sim.ZKStorm.Throttled): a server holds only the reads it accepted, at
+// most globalOutstandingLimit plus about one a connection, never the
+// proxies' own queues. Then the flood never puts a server into GC thrash,
+// and the 15 s stall costs one refresh of every mirror (two reads a znode,
+// 40,000 pending a proxy, under its memory limit): no OOM kill, no proxy
+// without a route, every mirror fresh within an hour. With the responders'
+// actions there is no outage for them to end either. The write-up's
+// collapse thus needs what this model does not hold: a server whose queue
+// is not bounded (the untreated model's assumption) or a trigger that
+// keeps coming back.
+func TestZKThrottledServersAgainstWriteUp(t *testing.T) {
+	u := sim.IncidentZK()
+	u.Throttled = true
+	u.Horizon = u.FaultAt + u.Duration + 3600
+	start := time.Now()
+	r := u.Run()
+	t.Logf("throttled, untreated: %d events in %s; full outage %.0f min, degraded %.0f min, OOM kills %d, GC stalls %d, elections %d, every mirror fresh %.0f s after the stall, most reads pending in a proxy %.0f",
+		r.Events, time.Since(start).Round(time.Millisecond), r.Outage/60, r.Degraded/60, r.OOMKills, r.GCStalls, r.Elections, r.FreshAfter, r.PeakPendingFromFault)
+	require.Zero(t, r.GCStalls)
+	require.Zero(t, r.OOMKills)
+	require.Zero(t, r.Outage)
+	require.Less(t, r.FreshAfter, 3600.0)
+
+	m := zkResponders(sim.IncidentZK())
+	m.Throttled = true
+	m.Horizon = m.Actions[0].At + 3600
+	start = time.Now()
+	q := m.Run()
+	t.Logf("throttled, with the actions: %d events in %s; full outage %.0f min (after the actions %.0f min), 90%% of the proxies routing %.0f min after the actions, OOM kills %d, elections %d",
+		q.Events, time.Since(start).Round(time.Millisecond), q.Outage/60, q.OutageAfterActions/60, q.RecoveredAfterActions/60, q.OOMKills, q.Elections)
+	require.Zero(t, q.OOMKills)
+	require.Zero(t, q.OutageAfterActions)
+	require.Equal(t, r.Elections+1, q.Elections)
+	published := number("il-0587", "full_outage_duration").Value * 60
+	require.Less(t, q.OutageAfterActions, published/zkRespondersAgree, "no outage to end: outside the band from below")
+}

@@ -1,0 +1,61 @@
+package verdict
+
+import (
+	"fmt"
+	"math"
+)
+
+// NearFactor bounds a near miss: a judged figure within this factor of its
+// threshold, on either side, is close enough that another run on a busier
+// machine could have gone the other way.
+const NearFactor = 1.5
+
+// Margin is how far the observed figure lies from the threshold, as a
+// factor of at least 1 (observed/threshold or threshold/observed); ok is
+// false where no factor means anything: a missing figure, an infinite one
+// ("never"), a threshold of 0, a figure of 0 or of the other sign.
+func (c Check) Margin() (factor float64, ok bool) {
+	obs := float64(c.Observed)
+	if c.Missing || !finite(obs) || c.Threshold == 0 || obs == 0 || (obs > 0) != (c.Threshold > 0) {
+		return 0, false
+	}
+	f := obs / c.Threshold
+	if f < 1 {
+		f = 1 / f
+	}
+	return f, true
+}
+
+// Near says whether the figure came within NearFactor of its threshold.
+func (c Check) Near() bool {
+	f, ok := c.Margin()
+	return ok && f <= NearFactor
+}
+
+// MarginText says where the figure lies against the threshold in words:
+// "1.9x over the threshold", "6.5x under the threshold", "on the
+// threshold"; "" when Margin has no factor.
+func (c Check) MarginText() string {
+	f, ok := c.Margin()
+	if !ok {
+		return ""
+	}
+	obs := math.Abs(float64(c.Observed))
+	switch {
+	case obs == math.Abs(c.Threshold):
+		return "on the threshold"
+	case obs > math.Abs(c.Threshold):
+		return fmt.Sprintf("%sx over the threshold", formatFactor(f))
+	}
+	return fmt.Sprintf("%sx under the threshold", formatFactor(f))
+}
+
+// formatFactor prints a factor with two significant figures: 1.1, 3.5, 18.
+func formatFactor(f float64) string {
+	if f >= 10 {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return fmt.Sprintf("%.2g", f)
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
