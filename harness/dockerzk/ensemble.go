@@ -23,11 +23,18 @@ const DefaultStartTimeout = 3 * time.Minute
 // MaxServers is the largest ensemble StartEnsemble accepts.
 const MaxServers = 7
 
+// MaxObservers is the most observers StartEnsemble adds to the voting
+// members, as harness/zkensemble (each is one more JVM on the machine).
+const MaxObservers = 5
+
 // EnsembleOptions configures StartEnsemble. The zero value gives 3 members
 // with ZooKeeper's usual timing (tickTime 2000, initLimit 10, syncLimit 5),
 // -Xmx256m, from the first image FindImage finds.
 type EnsembleOptions struct {
-	Servers        int    // 1..7, default 3; 1 runs a standalone server
+	Servers int // 1..7, default 3; 1 runs a standalone server
+	// Observers are non-voting members (peerType=observer) after the
+	// voting ones: zk<Servers+1>...; 0..MaxObservers, only with Servers >= 2.
+	Observers      int
 	Image          string // default: FindImage
 	TickMS         int    // ZOO_TICK_TIME, default 2000
 	InitLimit      int    // ZOO_INIT_LIMIT in ticks, default 10
@@ -64,6 +71,12 @@ func (o EnsembleOptions) withDefaults(ctx context.Context) (EnsembleOptions, err
 	}
 	if o.Servers < 1 || o.Servers > MaxServers {
 		return o, fmt.Errorf("check options: Servers=%d, want 1..%d", o.Servers, MaxServers)
+	}
+	if o.Observers < 0 || o.Observers > MaxObservers {
+		return o, fmt.Errorf("check options: Observers=%d, want 0..%d", o.Observers, MaxObservers)
+	}
+	if o.Observers > 0 && o.Servers < 2 {
+		return o, fmt.Errorf("check options: Observers=%d with Servers=%d: observers need at least 2 voting members (one server runs standalone)", o.Observers, o.Servers)
 	}
 	for _, f := range []struct {
 		name string
@@ -147,7 +160,7 @@ func StartEnsemble(ctx context.Context, o EnsembleOptions) (*Ensemble, error) {
 	}
 	began := time.Now()
 	e := &Ensemble{opts: o, log: o.Logger}
-	for id := 1; id <= o.Servers; id++ {
+	for id := 1; id <= o.members(); id++ {
 		e.members = append(e.members, newMember(e, id))
 	}
 	e.net = o.Network
@@ -159,7 +172,7 @@ func StartEnsemble(ctx context.Context, o EnsembleOptions) (*Ensemble, error) {
 	fail := func(err error, bad []*Member) (*Ensemble, error) {
 		return nil, fmt.Errorf("start ensemble: %w", docker.FailStart(err, bad, func(m *Member) string { return m.logTail(25) }, e.Close))
 	}
-	e.log.Info("dockerzk: starting", "run", o.RunID, "members", o.Servers, "image", o.Image, "network", e.net.Name, "logs", o.LogDir)
+	e.log.Info("dockerzk: starting", "run", o.RunID, "members", o.Servers, "observers", o.Observers, "image", o.Image, "network", e.net.Name, "logs", o.LogDir)
 
 	// Create the members at the same time: a member only serves once a
 	// quorum is up, but each answers ruok as soon as it listens.
@@ -172,17 +185,20 @@ func StartEnsemble(ctx context.Context, o EnsembleOptions) (*Ensemble, error) {
 	if bad, err := e.waitHealthy(ctx); err != nil {
 		return fail(err, bad)
 	}
-	e.log.Info("dockerzk: healthy", "run", o.RunID, "members", o.Servers, "servers", strings.Join(e.Servers(), ","), "took", time.Since(began).Round(time.Millisecond))
+	e.log.Info("dockerzk: healthy", "run", o.RunID, "members", o.Servers, "observers", o.Observers, "servers", strings.Join(e.Servers(), ","), "took", time.Since(began).Round(time.Millisecond))
 	return e, nil
 }
+
+// members is the number of containers: voting members and observers.
+func (o EnsembleOptions) members() int { return o.Servers + o.Observers }
 
 // memberOpts are the container options of member id.
 func (e *Ensemble) memberOpts(id int) []testcontainers.ContainerCustomizer {
 	o := e.opts
-	servers := ServersValue(o.Servers)
+	servers := ServersWithObservers(o.Servers, o.Observers)
 	cfg := ServerConfig{
 		ID: id, Servers: servers, TickMS: o.TickMS, InitLimit: o.InitLimit, SyncLimit: o.SyncLimit,
-		MaxClientCnxns: o.MaxClientCnxns, HeapMB: o.HeapMB, JVMFlags: o.JVMFlags,
+		MaxClientCnxns: o.MaxClientCnxns, HeapMB: o.HeapMB, JVMFlags: o.JVMFlags, Observer: id > o.Servers,
 	}
 	opts := []testcontainers.ContainerCustomizer{
 		WithHeapMB(o.HeapMB),

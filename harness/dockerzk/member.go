@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/testcontainers/testcontainers-go"
+
 	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/zkcheck"
@@ -56,6 +58,9 @@ func (m *Member) ID() int { return m.id }
 // Name is the member's short name and network alias, "zk1".
 func (m *Member) Name() string { return m.name }
 
+// Observer reports whether the member is a non-voting one (peerType=observer).
+func (m *Member) Observer() bool { return m.ens != nil && m.id > m.ens.opts.Servers }
+
 // ContainerName is "<RunID>-zkN".
 func (m *Member) ContainerName() string { return ContainerName(m.ens.opts.RunID, m.id) }
 
@@ -94,12 +99,15 @@ func (m *Member) container() (*Container, error) {
 }
 
 // create runs a fresh container for the member and follows its output.
-func (m *Member) create(ctx context.Context) error {
+func (m *Member) create(ctx context.Context) error { return m.createWith(ctx) }
+
+// createWith is create with extra options after the ensemble's.
+func (m *Member) createWith(ctx context.Context, extra ...testcontainers.ContainerCustomizer) error {
 	if m.ens.closed.Load() {
 		return errors.New("ensemble closed")
 	}
 	m.mark("creating container " + m.ContainerName())
-	ctr, err := Run(ctx, m.ens.opts.Image, m.ens.memberOpts(m.id)...)
+	ctr, err := Run(ctx, m.ens.opts.Image, append(m.ens.memberOpts(m.id), extra...)...)
 	if ctr != nil {
 		m.mu.Lock()
 		m.ctr = ctr
@@ -257,12 +265,41 @@ func (m *Member) restart(ctx context.Context) error {
 // Replace stops and removes the member's container and starts a fresh one
 // with the same id, name, alias and settings but an empty data directory
 // (one step of a rolling replacement: the new server syncs everything from
-// the leader), waits until it serves and updates its client address.
+// the leader), waits until it serves and updates its client address. The
+// new container starts under the old one's CPU limit.
 func (m *Member) Replace(ctx context.Context) error {
 	m.opMu.Lock()
 	defer m.opMu.Unlock()
+	if err := m.replace(ctx); err != nil {
+		return err
+	}
+	if err := m.waitServing(ctx); err != nil {
+		return fmt.Errorf("replace %s: %w", m.name, err)
+	}
+	m.ens.log.Info("dockerzk: replaced, serving", "member", m.name, "client", m.ClientAddr())
+	return nil
+}
+
+// ReplaceStarted is Replace returning as soon as the fresh server answers
+// ruok, before it has synced with the leader (as harness/zkensemble's
+// Replace returns once the process is started): what comes next, a
+// procedure's gate, is the caller's.
+func (m *Member) ReplaceStarted(ctx context.Context) error {
+	m.opMu.Lock()
+	defer m.opMu.Unlock()
+	return m.replace(ctx)
+}
+
+// replace removes the container and creates a fresh one under the old
+// one's CPU limit (a data directory inside the container, and any
+// anonymous volume, go with the old one); it returns once ruok answers.
+func (m *Member) replace(ctx context.Context) error {
 	if m.ens.closed.Load() {
 		return fmt.Errorf("replace %s: ensemble closed", m.name)
+	}
+	var extra []testcontainers.ContainerCustomizer
+	if cores, err := m.CPULimit(); err == nil && cores > 0 {
+		extra = append(extra, WithCPULimit(cores))
 	}
 	m.mark("replacing the container with a fresh one")
 	if err := m.remove(ctx); err != nil {
@@ -271,13 +308,10 @@ func (m *Member) Replace(ctx context.Context) error {
 	m.mu.Lock()
 	m.addr = ""
 	m.mu.Unlock()
-	if err := m.create(ctx); err != nil {
+	if err := m.createWith(ctx, extra...); err != nil {
 		return fmt.Errorf("replace %s: %w\n%s", m.name, err, m.logTail(25))
 	}
-	if err := m.waitServing(ctx); err != nil {
-		return fmt.Errorf("replace %s: %w", m.name, err)
-	}
-	m.ens.log.Info("dockerzk: replaced", "member", m.name, "client", m.ClientAddr())
+	m.ens.log.Info("dockerzk: replaced with an empty data dir", "member", m.name, "client", m.ClientAddr())
 	return nil
 }
 

@@ -18,6 +18,41 @@ func TestServersValue(t *testing.T) {
 	require.Equal(t, "server.1=zk1:2888:3888;2181 server.2=zk2:2888:3888;2181 server.3=zk3:2888:3888;2181", ServersValue(3))
 }
 
+func TestServersWithObservers(t *testing.T) {
+	require.Equal(t, ServersValue(3), ServersWithObservers(3, 0))
+	require.Equal(t, "server.1=zk1:2888:3888;2181 server.2=zk2:2888:3888;2181 server.3=zk3:2888:3888;2181 "+
+		"server.4=zk4:2888:3888:observer;2181 server.5=zk5:2888:3888:observer;2181", ServersWithObservers(3, 2))
+	env := ServerConfig{ID: 4, Servers: ServersWithObservers(3, 2), TickMS: 2000, InitLimit: 10, SyncLimit: 5, HeapMB: 256, Observer: true}.Env()
+	require.Equal(t, "peerType=observer", env["ZOO_CFG_EXTRA"])
+	env = ServerConfig{ID: 3, Servers: ServersWithObservers(3, 2), TickMS: 2000, InitLimit: 10, SyncLimit: 5, HeapMB: 256}.Env()
+	require.NotContains(t, env, "ZOO_CFG_EXTRA", "a voter has no peerType line")
+}
+
+func TestEnsembleObservers(t *testing.T) {
+	ctx := context.Background()
+	o, err := EnsembleOptions{Image: "x", Servers: 3, Observers: 2}.withDefaults(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 5, o.members())
+	e := &Ensemble{opts: o}
+	for id := 1; id <= o.members(); id++ {
+		e.members = append(e.members, &Member{id: id, ens: e})
+	}
+	require.False(t, e.Member(3).Observer())
+	require.True(t, e.Member(4).Observer())
+	require.True(t, e.Member(5).Observer())
+	for _, bad := range []struct {
+		o    EnsembleOptions
+		want string
+	}{
+		{EnsembleOptions{Image: "x", Observers: -1}, "Observers=-1, want 0..5"},
+		{EnsembleOptions{Image: "x", Observers: MaxObservers + 1}, "Observers=6, want 0..5"},
+		{EnsembleOptions{Image: "x", Servers: 1, Observers: 1}, "at least 2 voting members"},
+	} {
+		_, err := bad.o.withDefaults(ctx)
+		require.ErrorContains(t, err, bad.want)
+	}
+}
+
 func TestNames(t *testing.T) {
 	require.Equal(t, "zk2", MemberName(2))
 	require.Equal(t, "run-7-zk3", ContainerName("run-7", 3))

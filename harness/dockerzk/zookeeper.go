@@ -92,12 +92,21 @@ func MemberName(id int) string { return "zk" + strconv.Itoa(id) }
 // ContainerName is the container name of server id in run runID.
 func ContainerName(runID string, id int) string { return runID + "-" + MemberName(id) }
 
-// ServersValue renders ZOO_SERVERS for an ensemble of n members reachable
-// by their aliases: "server.1=zk1:2888:3888;2181 server.2=zk2:2888:3888;2181 ...".
-func ServersValue(n int) string {
-	parts := make([]string, n)
-	for i := range n {
-		parts[i] = fmt.Sprintf("server.%d=%s:2888:3888;2181", i+1, MemberName(i+1))
+// ServersValue renders ZOO_SERVERS for an ensemble of n voting members
+// reachable by their aliases: "server.1=zk1:2888:3888;2181 server.2=zk2:2888:3888;2181 ...".
+func ServersValue(n int) string { return ServersWithObservers(n, 0) }
+
+// ServersWithObservers renders ZOO_SERVERS for n voting members followed
+// by observers non-voting ones, whose lines end in ":observer" (as
+// harness/zkensemble writes them): "... server.4=zk4:2888:3888:observer;2181".
+func ServersWithObservers(n, observers int) string {
+	parts := make([]string, n+observers)
+	for i := range n + observers {
+		kind := ""
+		if i >= n {
+			kind = ":observer"
+		}
+		parts[i] = fmt.Sprintf("server.%d=%s:2888:3888%s;2181", i+1, MemberName(i+1), kind)
 	}
 	return strings.Join(parts, " ")
 }
@@ -112,6 +121,9 @@ type ServerConfig struct {
 	MaxClientCnxns int // 0 = unlimited
 	HeapMB         int
 	JVMFlags       []string // after -Xmx
+	// Observer makes this server a non-voting member: peerType=observer in
+	// its zoo.cfg (ZOO_CFG_EXTRA); its line in Servers ends in ":observer".
+	Observer bool
 }
 
 // Env renders the configuration as the official image's variables.
@@ -131,6 +143,9 @@ func (c ServerConfig) Env() map[string]string {
 	}
 	if c.Servers != "" {
 		env["ZOO_SERVERS"] = c.Servers
+	}
+	if c.Observer {
+		env["ZOO_CFG_EXTRA"] = "peerType=observer"
 	}
 	return env
 }

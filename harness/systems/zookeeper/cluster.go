@@ -56,8 +56,8 @@ func (c *cluster) Leader(ctx context.Context) (lab.Member, error) {
 
 func (c *cluster) WaitHealthy(ctx context.Context) error { return c.ens.waitHealthy(ctx) }
 
-// Sample reads every member's mntr at once, and on the local placement
-// what the servers' logs say (SeriesNotSynced, SeriesElections).
+// Sample reads every member's mntr at once, and what the servers' logs
+// say (SeriesNotSynced, SeriesElections).
 func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 	ms := c.ens.members()
 	out := make([]lab.MemberSample, len(ms))
@@ -73,7 +73,8 @@ func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 }
 
 // logSampler is an ensemble whose servers' logs the harness reads as they
-// are written (local processes): one more sample, of source "ensemble".
+// are written (local processes' files, containers' output copied to the
+// run's log folder): one more sample, of source "ensemble".
 type logSampler interface {
 	logSample(t float64) lab.MemberSample
 }

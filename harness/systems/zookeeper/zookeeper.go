@@ -32,8 +32,8 @@ type Topology struct {
 	// Servers is the number of ensemble members, 1 to 7.
 	Servers int `yaml:"servers" json:"servers"`
 	// Observers are non-voting members (peerType=observer) added after
-	// the voting ones (zk4, zk5 with 3 servers), 0 to 5; local placement
-	// only. Their role is observer; target them as observers or by name.
+	// the voting ones (zk4, zk5 with 3 servers), 0 to 5. Their role is
+	// observer; target them as observers or by name.
 	Observers int `yaml:"observers" json:"observers"`
 	// TickMS is zoo.cfg's tickTime in milliseconds.
 	TickMS int `yaml:"tick_ms" json:"tick_ms"`
@@ -182,8 +182,8 @@ func (System) Series() []lab.SeriesDef {
 		{Name: "server.outstanding_requests", Title: "Outstanding requests at each server (mntr)", Unit: "requests"},
 		{Name: "server.avg_latency_ms", Title: "Average request latency at each server (ms)", Unit: "ms"},
 		{Name: "server.connections", Title: "Alive client connections per server", Unit: "connections"},
-		{Name: SeriesNotSynced, Title: `Leader shutdowns "Not sufficient followers synced" in the servers' logs, since the ensemble was healthy (local placement)`, Unit: "shutdowns"},
-		{Name: SeriesElections, Title: "Leaders elected (LEADING in the servers' logs) since the ensemble was healthy (local placement)", Unit: "elections"},
+		{Name: SeriesNotSynced, Title: `Leader shutdowns "Not sufficient followers synced" in the servers' logs, since the ensemble was healthy`, Unit: "shutdowns"},
+		{Name: SeriesElections, Title: "Leaders elected (LEADING in the servers' logs) since the ensemble was healthy", Unit: "elections"},
 	}
 }
 
@@ -195,9 +195,9 @@ func (System) Metrics() []lab.MetricDef {
 			Reducer: &lab.Reducer{Series: "server.outstanding_requests", Reduce: "max", Window: "from-fault"}},
 		{Name: "servers.avg_latency_ms.max", Unit: "ms", Doc: "peak of zk_avg_latency over every server and sample (mntr)",
 			Reducer: &lab.Reducer{Series: "server.avg_latency_ms", Reduce: "max"}},
-		{Name: "ensemble.not_synced_shutdowns.total", Unit: "shutdowns", Doc: `leaders that shut down with "Not sufficient followers synced" (fewer than a quorum synced within syncLimit), from the servers' logs, after the ensemble was first healthy (local placement)`,
+		{Name: "ensemble.not_synced_shutdowns.total", Unit: "shutdowns", Doc: `leaders that shut down with "Not sufficient followers synced" (fewer than a quorum synced within syncLimit), from the servers' logs, after the ensemble was first healthy`,
 			Reducer: &lab.Reducer{Series: SeriesNotSynced, Reduce: "last"}},
-		{Name: "ensemble.elections.total", Unit: "elections", Doc: "leaders elected after the ensemble was first healthy, from the servers' logs (local placement)",
+		{Name: "ensemble.elections.total", Unit: "elections", Doc: "leaders elected after the ensemble was first healthy, from the servers' logs",
 			Reducer: &lab.Reducer{Series: SeriesElections, Reduce: "last"}},
 	}
 }
