@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
@@ -39,6 +40,11 @@ func il0277Reduced(t *testing.T) *scenarios.Scenario {
 	return s
 }
 
+// il0277Variants are the variants the replay tests run: the incident and
+// every mitigation at once (scripts/verify.sh runs each mitigation alone
+// too, through the scenario's other variants).
+var il0277Variants = []string{"vulnerable", "mitigated"}
+
 // TestIntegration_ReplayIL0277 replays IL-0277 at a reduced length on the
 // local placement: the vulnerable procedure (shallow gates, proceed, an
 // initLimit too short for a snapshot under load) leaves the ensemble
@@ -55,8 +61,41 @@ func TestIntegration_ReplayIL0277(t *testing.T) {
 	}
 	s := il0277Reduced(t)
 	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local",
-		AgentBinary: chaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test"})
+		AgentBinary: chaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test", Variants: il0277Variants})
 	require.NoError(t, err)
+	assertIL0277(t, r)
+	assertCleanedUp(t, r)
+}
+
+// TestIntegration_ReplayIL0277Docker replays the same reduced scenario,
+// unchanged, with servers (3 voters, 2 observers, each held to 0.1 cores
+// by the engine's NanoCPUs) and clients in containers; the replacements
+// are fresh containers. About as long as the local replay: CHAOSLAB_FULL=1
+// only.
+func TestIntegration_ReplayIL0277Docker(t *testing.T) {
+	if os.Getenv("CHAOSLAB_FULL") != "1" {
+		t.Skip("IL-0277 replay on docker: set CHAOSLAB_FULL=1 (scripts/verify.sh replays it at full size)")
+	}
+	ctx := context.Background()
+	if err := docker.Available(ctx); err != nil {
+		t.Skipf("no Docker engine: %v", err)
+	}
+	s := il0277Reduced(t)
+	skipUnlessDockerImages(t, s)
+	r, err := runner.Run(ctx, s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "docker",
+		Logger: labtest.Logger(t), Rerun: "test", Variants: il0277Variants})
+	require.NoError(t, err)
+	require.Equal(t, "docker", r.Backend)
+	assertIL0277(t, r)
+	left, err := docker.Leftovers(ctx, "")
+	require.NoError(t, err)
+	require.Empty(t, left, "containers or networks left")
+}
+
+// assertIL0277 checks a two-variant run: REPRODUCED, with the deciding
+// figures 2x past the scenario's bounds and each procedure's own gates.
+func assertIL0277(t *testing.T, r *reports.Report) {
+	t.Helper()
 	t.Log(reports.Summary(r))
 	vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
 	require.NotNil(t, vul)
@@ -82,5 +121,4 @@ func TestIntegration_ReplayIL0277(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, deepPassed, "the mitigated procedure went on only once each member was synced")
-	assertCleanedUp(t, r)
 }
