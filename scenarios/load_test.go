@@ -431,7 +431,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "fault: pause", "fault: meteor"),
 		at:    "fault: meteor",
 		field: "timeline.faults[0].fault",
-		msg:   `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, disconnect, kill-restart, pause, replace, restart-fleet, stop)`,
+		msg:   `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, degrade-links, disconnect, kill-restart, pause, replace, restart-fleet, stop)`,
 	}, {
 		name:  "unknown metric in a hypothesis",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),
@@ -473,7 +473,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "kind: zk-tree-mirror", "kind: zk-tree-hugger"),
 		at:    "kind: zk-tree-hugger",
 		field: "workload.kind",
-		msg:   `unknown workload kind "zk-tree-hugger" (known: exec, kinesis-frontend, rails-db-lb, zk-tree-mirror)`,
+		msg:   `unknown workload kind "zk-tree-hugger" (known: aws-ebs-cluster, exec, kinesis-frontend, rails-db-lb, zk-tree-mirror)`,
 	}, {
 		name:  "an unknown system",
 		text:  edit(t, small, "system: zookeeper", "system: chubby"),

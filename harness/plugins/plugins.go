@@ -5,6 +5,7 @@ package plugins
 
 import (
 	_ "github.com/chaoslab/chaoslab/harness/dblb"
+	_ "github.com/chaoslab/chaoslab/harness/ebs"
 	_ "github.com/chaoslab/chaoslab/harness/execclient"
 	_ "github.com/chaoslab/chaoslab/harness/faults"
 	_ "github.com/chaoslab/chaoslab/harness/fleet"
