@@ -61,7 +61,7 @@ const (
 func (f *DegradeLinks) Check() []lab.Problem {
 	var c lab.Checks
 	c.Need(f.Latency >= 0 && f.Latency.D() <= MaxLinkLatency, "latency", "want 0 to %s (longer is a partition: use timeout), got %s", Duration(MaxLinkLatency), f.Latency)
-	c.Need(f.Jitter >= 0 && f.Jitter <= f.Latency, "jitter", "want 0 to latency (%s), got %s", f.Latency, f.Jitter)
+	c.Need(f.Jitter >= 0 && f.Jitter <= max(f.Latency, 0), "jitter", "want 0 to latency (%s), got %s", max(f.Latency, 0), f.Jitter)
 	c.Need(f.BandwidthKBps >= 0 && f.BandwidthKBps <= MaxBandwidthKBps, "bandwidth_kbps", "want 0 (no cap) to %d, got %d", MaxBandwidthKBps, f.BandwidthKBps)
 	c.Need(f.Timeout >= 0, "timeout", "want >= 0 (0: no timeout toxic), got %s", f.Timeout)
 	c.Need(f.Latency > 0 || f.BandwidthKBps > 0 || f.Timeout > 0, "latency", "degrade-links needs latency, bandwidth_kbps or timeout: with none the links are unchanged")
