@@ -130,6 +130,29 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <p class="expect {{if .ExpectationMet}}met{{else}}unmet{{end}}">{{if .ExpectationMet}}✓{{else}}✗{{end}} {{.Expectation}}</p>
 </section>
 
+{{with .Debrief}}
+<section class="card debrief" id="debrief">
+<h2>Debrief{{if .Trainee}}: {{.Trainee}}{{end}}</h2>
+<p class="word">Score {{.Score}} of {{.Max}}</p>
+<p>{{if ge .DiagnosedAfter 0.0}}Right diagnosis {{printf "%.0f" .DiagnosedAfter}} s after the first fault.{{else}}The cause was not found.{{end}} {{.Outcome}}</p>
+<h3>Diagnosis</h3>
+<p>{{if .Diagnosis.Right}}✓{{else}}✗{{end}} Chosen: {{if .Diagnosis.Chosen}}<em>{{.Diagnosis.Chosen}}</em>{{else}}no answer{{end}}.{{if not .Diagnosis.Right}} The cause: <em>{{.Diagnosis.Cause}}</em>{{end}}{{if .Diagnosis.Note}} {{.Diagnosis.Note}}{{end}}</p>
+<h3>Predictions</h3>
+<table><thead><tr><th>Checkpoint</th><th class="num">At</th><th>Series</th><th>Predicted</th><th>Measured</th><th>From</th><th></th></tr></thead><tbody>
+{{range .Predictions}}<tr><td>{{.Checkpoint}}</td><td class="num">{{printf "%.0f" .At}} s</td><td><code>{{.Series}}</code></td><td>{{if .Said}}{{.Said}}{{else}}no answer{{end}}</td><td>{{.Measured}}</td><td class="desc">{{.Detail}}</td><td>{{if .Right}}✓{{else}}✗{{end}}</td></tr>
+{{end}}</tbody></table>
+<h3>Actions: yours and the responders'</h3>
+<table><thead><tr><th>Kind</th><th>The responders</th><th>You</th><th></th></tr></thead><tbody>
+{{range .Actions}}<tr><td><code>{{.Kind}}</code></td><td class="desc">{{.Responders}}</td><td class="desc">{{.Trainee}}{{if .Note}} <em>{{.Note}}</em>{{end}}</td><td>{{if .Matched}}✓{{end}}</td></tr>
+{{end}}</tbody></table>
+{{if .Reveal}}<h3>The incident's timeline, as the run revealed it</h3>
+<table><thead><tr><th class="num">Run time</th><th>Clock</th><th>Event</th></tr></thead><tbody>
+{{range .Reveal}}<tr><td class="num">{{printf "%.0f" .At}} s</td><td>{{.Clock}}</td><td class="desc">{{.Event}}</td></tr>
+{{end}}</tbody></table>{{end}}
+{{if .ReadNext}}<h3>Read next</h3><ul>{{range .ReadNext}}<li>{{if .URL}}<a href="{{.URL}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</li>{{end}}</ul>{{end}}
+</section>
+{{end}}
+
 {{if .Glance}}
 <table>
 <thead><tr><th>Variant</th><th>Expected</th><th>Verdict</th><th>As expected</th><th>Why</th></tr></thead>

@@ -59,6 +59,9 @@ type Report struct {
 	ExpectationMet bool `json:"expectation_met"`
 	// Rerun is the command that replays this run with the same seed.
 	Rerun string `json:"rerun"`
+	// Debrief is a training session's comparison of the trainee with the
+	// run and the write-up (`chaoslab train`).
+	Debrief *Debrief `json:"debrief,omitempty"`
 	// Dir is where the report was written (not serialised).
 	Dir string `json:"-"`
 }

@@ -38,6 +38,8 @@ type view struct {
 	ExpectationMet bool
 	Expectation    string
 
+	Debrief *Debrief
+
 	Facts    []kv
 	Versions []kv
 	Glance   []glanceRow
@@ -174,6 +176,7 @@ func newView(r *Report) *view {
 		v.Title = "chaoslab run " + r.RunID
 	}
 	v.ExpectationMet = r.ExpectationMet
+	v.Debrief = r.Debrief
 	if r.ExpectationMet {
 		v.Expectation = "Expectation met: every variant reached its expected verdict and every comparison held."
 	} else {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,6 +66,9 @@ type Record struct {
 	Sources     []Source        `yaml:"sources" json:"sources"`
 	Summary     string          `yaml:"summary" json:"summary"`
 	LabNotes    string          `yaml:"lab_notes" json:"lab_notes"`
+	// Training is what `chaoslab train` asks a trainee about this incident
+	// (optional: without it the cause offered is the trigger).
+	Training *Training `yaml:"training,omitempty" json:"training,omitempty"`
 
 	file  string         // file name the record was parsed from
 	lines map[string]int // field path -> line of its key in file
@@ -94,6 +98,37 @@ type Action struct {
 
 // ActionKinds are the responders' actions a record can name for the simulator.
 var ActionKinds = []string{"scale-proxies", "leader-election", "restart-fleet"}
+
+// Training is what a trainee meets the incident with: the cause to find
+// in a sentence, the explanations the responders held first, and what
+// the responders did that the timeline gives no clock time for.
+type Training struct {
+	// Cause is the incident's cause in a sentence, in the record's own words.
+	Cause string `yaml:"cause" json:"cause"`
+	// Decoys are explanations the responders followed before the cause,
+	// as the write-up tells them.
+	Decoys []Decoy `yaml:"decoys,omitempty" json:"decoys,omitempty"`
+	// Responders are the responders' actions beside the timeline's
+	// (which have clock times); Kind is one of ResponderKinds.
+	Responders []Responder `yaml:"responders,omitempty" json:"responders,omitempty"`
+}
+
+// Decoy is an explanation the responders followed first.
+type Decoy struct {
+	Text string `yaml:"text" json:"text"`
+	// Held says when or how long the responders held it, as the write-up does.
+	Held string `yaml:"held,omitempty" json:"held,omitempty"`
+}
+
+// Responder is one action of the responders, for a trainee's debrief.
+type Responder struct {
+	Kind string `yaml:"kind" json:"kind"`
+	Text string `yaml:"text" json:"text"`
+}
+
+// ResponderKinds are the actions a trainee's own are matched against:
+// ActionKinds and those the simulator does not replay.
+var ResponderKinds = append(slices.Clone(ActionKinds), "stop-clients", "raise-memory-limit", "raise-init-limit", "remove-capacity", "add-capacity", "disable-api")
 
 // Number is one figure the write-up publishes (or one span computed from two published clock
 // times, which Text then says). Approx marks figures published as "about", "roughly", "a few
@@ -341,6 +376,7 @@ func (r Record) Validate() error {
 		}
 	}
 
+	v.training(r.Training)
 	if len(r.Chain) == 0 {
 		v.fail("chain", "required")
 	}
@@ -642,4 +678,21 @@ func wrap(prefix, text string, width int, indent string) string {
 	}
 	b.WriteString(strings.TrimRight(line, " "))
 	return b.String()
+}
+
+func (v *validator) training(t *Training) {
+	if t == nil {
+		return
+	}
+	v.required("training.cause", t.Cause)
+	for i, d := range t.Decoys {
+		v.required(fmt.Sprintf("training.decoys[%d].text", i), d.Text)
+	}
+	for i, a := range t.Responders {
+		q := fmt.Sprintf("training.responders[%d]", i)
+		if v.required(q+".kind", a.Kind) && !contains(ResponderKinds, a.Kind) {
+			v.fail(q+".kind", "%q is not one of %s", a.Kind, strings.Join(ResponderKinds, ", "))
+		}
+		v.required(q+".text", a.Text)
+	}
 }

@@ -17,12 +17,24 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/gameday"
 	"github.com/chaoslab/chaoslab/harness/runner"
+	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 type gamedayFlags struct {
 	variant, out, placement string
 	seed                    int64
 	port                    int
+	// command is the rerun's command ("chaoslab gameday").
+	command string
+}
+
+func (f gamedayFlags) rerun(id, v string) string {
+	c := f.command
+	if c == "" {
+		c = "chaoslab gameday"
+	}
+	return fmt.Sprintf("%s %s --variant %s --seed %d", c, id, v, f.seed)
 }
 
 func gamedayCmd() *cobra.Command {
@@ -59,42 +71,61 @@ exposed for Prometheus at /metrics.`,
 }
 
 func runGameday(cmd *cobra.Command, ref string, f gamedayFlags) error {
-	s, err := findScenario(ref)
+	s, v, err := gamedayVariant(ref, f.variant)
 	if err != nil {
 		return err
 	}
-	v := f.variant
+	_, err = playLive(cmd, s, v, f, "game day", nil)
+	return err
+}
+
+// gamedayVariant finds the scenario and the variant to play (default:
+// the scenario's first, usually vulnerable).
+func gamedayVariant(ref, v string) (*scenarios.Scenario, string, error) {
+	s, err := findScenario(ref)
+	if err != nil {
+		return nil, "", err
+	}
 	if v == "" {
 		v = s.VariantNames()[0]
 	}
 	if !slices.Contains(s.VariantNames(), v) {
-		return errInput(fmt.Errorf("variant %q: the scenario has %s", v, strings.Join(s.VariantNames(), ", ")))
+		return nil, "", errInput(fmt.Errorf("variant %q: the scenario has %s", v, strings.Join(s.VariantNames(), ", ")))
 	}
+	return s, v, nil
+}
+
+// playLive runs one variant of s with the live dashboard (what names it:
+// "game day", "training"); steer, when set, mounts its routes on the
+// dashboard and returns the run's Steer in place of the bare controls.
+func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlags, what string, steer func(*gameday.Server) runner.Steer) (*reports.Report, error) {
 	hub := gameday.NewHub()
 	ctl := gameday.NewControls(func(d string) { hub.Control("", d) })
 	srv, err := gameday.Listen("127.0.0.1", f.port, hub, ctl)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer srv.Close(context.Background())
-	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the game day, cleaning up and writing an aborted report")
+	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the "+what+", cleaning up and writing an aborted report")
 	defer stop()
 	con, err := newRunConsole(cmd, "text")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer con.close()
-	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed,
-		Rerun: fmt.Sprintf("chaoslab gameday %s --variant %s --seed %d", s.ID, v, f.seed)}
+	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed, Rerun: f.rerun(s.ID, v)}
 	con.hook(&o)
-	settle := gameday.Wire(ctx, &o, srv, func(url string) { con.con.Println("game day dashboard: " + url) })
+	settle := gameday.Wire(ctx, &o, srv, func(url string) { con.con.Println(what + " dashboard: " + url) })
+	if steer != nil {
+		o.Steer = steer(srv)
+	}
 	r, err := runner.Run(ctx, s, o)
 	con.done()
 	settle()
 	if r != nil && r.Dir != "" {
 		fmt.Fprint(cmd.OutOrStdout(), closingSummary(r))
 	}
-	return errors.Join(err, interrupted(ctx))
+	return r, errors.Join(err, interrupted(ctx))
 }
 
 // liveGameday finds the dashboard of the newest game day running under out.

@@ -58,7 +58,7 @@ writes a report whose verdict says whether the incident reproduced.
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	casesFlag(root)
 	root.AddCommand(listCmd(), showCmd(), validateCmd(), runCmd(), reportCmd(), agentCmd())
-	root.AddCommand(imagesCmd(), simCmd(), benchCmd(), gamedayCmd())
+	root.AddCommand(imagesCmd(), simCmd(), benchCmd(), gamedayCmd(), trainCmd())
 	root.AddCommand(versionCmd(), faultsCmd(), metricsCmd(), schemaCmd())
 	return root
 }

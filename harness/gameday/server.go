@@ -34,6 +34,7 @@ type Server struct {
 	Token string
 	ln    net.Listener
 	srv   *http.Server
+	mux   *http.ServeMux
 }
 
 // Listen opens the dashboard on 127.0.0.1:port (0: a free port). An
@@ -51,8 +52,9 @@ func Listen(host string, port int, h *Hub, c *Controls) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("make token: %w", err)
 	}
-	s := &Server{Hub: h, Controls: c, Token: hex.EncodeToString(tok), ln: ln}
-	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 5 * time.Second}
+	s := &Server{Hub: h, Controls: c, Token: hex.EncodeToString(tok), ln: ln, mux: http.NewServeMux()}
+	s.routes()
+	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -66,8 +68,12 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Close stops the dashboard; the listening dashboards are told the end.
 func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+// Mount adds a route that only requests bearing the run's token reach
+// (a training session's, for one); before the first request.
+func (s *Server) Mount(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, s.authed(h)) }
+
+func (s *Server) routes() {
+	mux := s.mux
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /", http.FileServerFS(static))
 	mux.HandleFunc("GET /metrics", s.metrics)
@@ -76,7 +82,6 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /faults", s.authed(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, faults.Names()) }))
 	mux.HandleFunc("POST /control", s.authed(s.control))
 	mux.HandleFunc("POST /act", s.authed(s.act))
-	return mux
 }
 
 // authed lets a request through only with the run's token.

@@ -17,6 +17,7 @@ function api(path, body) {
 
 function onHead(rep) {
   state.head = rep;
+  if (state.training) { state.charts = (rep.charts || []).slice(0, 12); state.dirty = true; return; }
   const s = rep.scenario || {};
   $("title").textContent = (s.title || s.id || "chaoslab") + " — game day";
   $("sub").textContent = [rep.case && rep.case.id, s.id, "seed " + rep.seed, rep.backend].filter(Boolean).join(" · ");
@@ -79,6 +80,7 @@ function handle(m) {
       onPoints(m.variant, m.series);
       break;
     case "event":
+      if (state.training && !trainingShows(m.event)) break;
       if (m.variant === state.variant || !state.variant) addEvent(m.event.kind, fmt(m.event.t) + " s  " + m.event.kind + "  " + m.event.source + ": " + m.event.detail);
       if (m.event.kind === "action") state.actions.push(m.event);
       break;
@@ -134,7 +136,8 @@ function draw() {
     for (const f of state.faults) {
       const end = f.end > f.start ? f.end : state.t;
       const cls = (f.detail || "").startsWith("action by") ? "aw" : "fw";
-      svg += `<rect class="${cls}" x="${x(f.start)}" y="0" width="${Math.max(x(end) - x(f.start), 2)}" height="${H - B}"><title>${f.fault} ${f.member} ${f.detail || ""}</title></rect>`;
+      const what = state.training && cls === "fw" ? "the incident" : `${f.fault} ${f.member} ${f.detail || ""}`;
+      svg += `<rect class="${cls}" x="${x(f.start)}" y="0" width="${Math.max(x(end) - x(f.start), 2)}" height="${H - B}"><title>${what}</title></rect>`;
     }
     svg += `<line x1="${L}" y1="${H - B}" x2="${W}" y2="${H - B}" stroke="#999"/><text x="2" y="12">${fmt(vmax)}</text><text x="2" y="${H - B}">0</text><text x="${W - 40}" y="${H - 4}">${fmt(t1)} s</text>`;
     ss.forEach((s, i) => {
@@ -197,5 +200,65 @@ function setup() {
   es.onmessage = (e) => handle(JSON.parse(e.data));
   refreshState();
   setInterval(draw, 500);
+  api("/training").then(startTraining).catch(() => {});
+}
+
+// Training (chaoslab train): symptoms, not the cause; checkpoints; a debrief.
+const shown = new Set(["client-exit", "oom-kill", "client-start", "state", "action", "action-end", "action-refused", "control", "thread-limit", "steady"]);
+function trainingShows(ev) { return shown.has(ev.kind); }
+
+function startTraining(st) {
+  state.training = st;
+  document.body.classList.add("training");
+  $("training").hidden = false;
+  for (const id of ["facilitator", "hyps"]) { const e = $(id); (e.closest(".box") || e).hidden = true; }
+  $("title").textContent = "chaoslab training: case " + st.case;
+  $("sub").textContent = "trainee " + (st.trainee || "") + " · " + st.checkpoints + " checkpoints";
+  renderForm($("tr-anyform"), {id: "anytime", diagnose: true, title: ""}, st);
+  setInterval(() => api("/training").then(renderTraining).catch(() => {}), 1000);
+  renderTraining(st);
+}
+
+function renderTraining(st) {
+  state.training = st;
+  const open = $("tr-open");
+  const want = st.open.map((c) => c.id).join(",");
+  if (open.dataset.ids !== want) {
+    open.dataset.ids = want;
+    open.innerHTML = "";
+    for (const cp of st.open) { const d = document.createElement("div"); open.appendChild(d); renderForm(d, cp, st); }
+  }
+  const ol = $("tr-timeline");
+  if (ol.children.length !== st.timeline.length) {
+    ol.innerHTML = "";
+    for (const e of st.timeline) { const li = document.createElement("li"); li.textContent = e.clock + ": " + e.event; ol.appendChild(li); }
+  }
+  if (st.debrief && !$("tr-debrief").firstChild) {
+    const a = document.createElement("a");
+    a.id = "debrief-link"; a.href = "/training/debrief?token=" + encodeURIComponent(token); a.textContent = "Read your debrief";
+    $("tr-debrief").appendChild(a);
+  }
+}
+
+function renderForm(div, cp, st) {
+  div.className = "checkpoint"; div.id = "cp-" + cp.id;
+  let h = cp.title ? `<h3>${cp.title}</h3>` : "";
+  if (cp.predict) {
+    h += `<label>Series <select id="series-${cp.id}">` + st.series.map((s) => `<option value="${s.name}">${s.title || s.name}</option>`).join("") + `</select></label> `;
+    h += `<label>will <select id="dir-${cp.id}"><option>rise</option><option>fall</option><option>steady</option></select></label>`;
+  }
+  if (cp.diagnose) {
+    h += `<fieldset><legend>The cause</legend>` + st.causes.map((c) => `<label class="cause"><input type="radio" name="cause-${cp.id}" value="${c.id}"> ${c.text}</label>`).join("") + `</fieldset>`;
+  }
+  h += `<label>Note <input id="note-${cp.id}" size="30"></label> <button id="submit-${cp.id}">Answer</button>`;
+  div.innerHTML = h;
+  $("submit-" + cp.id).onclick = () => {
+    const a = {checkpoint: cp.id, note: $("note-" + cp.id).value};
+    if (cp.predict) { a.series = $("series-" + cp.id).value; a.direction = $("dir-" + cp.id).value; }
+    const c = div.querySelector(`input[name="cause-${cp.id}"]:checked`);
+    if (c) a.cause = c.value;
+    api("/training/answer", a).then((s) => { $("tr-msg").textContent = "answer recorded (" + cp.id + ")"; renderTraining(s); })
+      .catch((e) => { $("tr-msg").textContent = e.message; });
+  };
 }
 setup();
