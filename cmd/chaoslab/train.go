@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -8,12 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chaoslab/chaoslab/harness/gameday"
-	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/harness/training"
-	"github.com/chaoslab/chaoslab/reports"
-	"github.com/chaoslab/chaoslab/scenarios"
-	"github.com/chaoslab/chaoslab/seeds"
 )
 
 type trainFlags struct {
@@ -60,7 +57,7 @@ func runTrain(cmd *cobra.Command, ref string, f trainFlags) error {
 	if err != nil {
 		return err
 	}
-	plan, err := trainingPlan(s, f.seed)
+	plan, err := training.PlanFor(s, f.seed)
 	if err != nil {
 		return errInput(err)
 	}
@@ -75,37 +72,9 @@ func runTrain(cmd *cobra.Command, ref string, f trainFlags) error {
 	if r == nil || r.Dir == "" || sess == nil {
 		return err
 	}
-	r.Debrief = sess.Debrief(r)
-	if werr := reports.Write(r, r.Dir); werr != nil {
-		return fmt.Errorf("write debrief: %w", werr)
+	if werr := sess.Finish(r); werr != nil {
+		return errors.Join(err, werr)
 	}
-	sess.Done(r.Dir + "/index.html")
 	fmt.Fprintf(cmd.OutOrStdout(), "debrief: score %d of %d, in %s/index.html\n", r.Debrief.Score, r.Debrief.Max, r.Dir)
 	return err
-}
-
-// trainingPlan builds the session's plan from the scenario's case record,
-// the other records' causes and the charts the scenario's plug-ins draw.
-func trainingPlan(s *scenarios.Scenario, seed int64) (*training.Plan, error) {
-	rec, err := seeds.Get(s.Case)
-	if err != nil {
-		return nil, fmt.Errorf("plan training: %w", err)
-	}
-	all, err := seeds.All()
-	if err != nil {
-		return nil, fmt.Errorf("plan training: %w", err)
-	}
-	others := make([]*seeds.Record, len(all))
-	for i := range all {
-		others[i] = &all[i]
-	}
-	k, err := lab.GetKind(s.Kind())
-	if err != nil {
-		return nil, fmt.Errorf("plan training: %w", err)
-	}
-	sys, err := lab.GetSystem(s.System)
-	if err != nil {
-		return nil, fmt.Errorf("plan training: %w", err)
-	}
-	return training.NewPlan(s, &rec, others, append(k.Series(), sys.Series()...), seed)
 }

@@ -96,40 +96,15 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 	defer bcancel()
 	// The dashboard exists once the run folder does.
 	require.Eventually(t, func() bool { return hub.Updated().After(time.Time{}) }, time.Minute, 100*time.Millisecond)
-	run := func(what string, as ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		require.NoError(t, chromedp.Do(bctx, as...), what)
-	}
-	evalBool := func(js string) bool {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[bool](js))
-		require.NoError(t, err, js)
-		return v
-	}
+	b := browserOf(t, bctx)
+	run, evalBool, waitJS := b.run, b.bool, b.wait
 	evalNum := func(js string) float64 {
 		t.Helper()
 		v, err := chromedp.Run(bctx, chromedp.Evaluate[float64](js))
 		require.NoError(t, err, js)
 		return v
 	}
-	waitJS := func(what, js string, d time.Duration) {
-		t.Helper()
-		deadline := time.Now().Add(d)
-		for !evalBool(js) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %s (%s)", what, d, js)
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		p := filepath.Join(shots, name)
-		require.NoError(t, os.WriteFile(p, png, 0o644))
-		t.Logf("screenshot: %s", p)
-	}
+	shot := func(name string) { b.shot(shots, name) }
 
 	run("open the dashboard", chromedp.Navigate(srv.URL()), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
 	evalBool(`document.getElementById("author").value = "e2e-facilitator", true`)

@@ -3,6 +3,7 @@ package training
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -265,4 +266,15 @@ func score(d *reports.Debrief) {
 			d.Max++
 		}
 	}
+}
+
+// Finish writes the debrief into the run's report and tells the
+// dashboard where it is.
+func (s *Session) Finish(r *reports.Report) error {
+	r.Debrief = s.Debrief(r)
+	if err := reports.Write(r, r.Dir); err != nil {
+		return fmt.Errorf("write debrief: %w", err)
+	}
+	s.Done(filepath.Join(r.Dir, "index.html"))
+	return nil
 }

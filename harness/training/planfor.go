@@ -1,0 +1,36 @@
+package training
+
+import (
+	"fmt"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
+)
+
+// PlanFor builds the session's plan from the scenario's case record, the
+// other records' causes and the charts the scenario's plug-ins draw (the
+// plug-ins must be linked: harness/plugins).
+func PlanFor(s *scenarios.Scenario, seed int64) (*Plan, error) {
+	rec, err := seeds.Get(s.Case)
+	if err != nil {
+		return nil, fmt.Errorf("plan training: %w", err)
+	}
+	all, err := seeds.All()
+	if err != nil {
+		return nil, fmt.Errorf("plan training: %w", err)
+	}
+	others := make([]*seeds.Record, len(all))
+	for i := range all {
+		others[i] = &all[i]
+	}
+	k, err := lab.GetKind(s.Kind())
+	if err != nil {
+		return nil, fmt.Errorf("plan training: %w", err)
+	}
+	sys, err := lab.GetSystem(s.System)
+	if err != nil {
+		return nil, fmt.Errorf("plan training: %w", err)
+	}
+	return NewPlan(s, &rec, others, append(k.Series(), sys.Series()...), seed)
+}
