@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -167,6 +169,10 @@ func (w *workload) Stop(context.Context) error {
 	}
 	if w.links != nil {
 		w.links.Close()
+	}
+	// The volumes' bytes are not evidence: keep the run folder small.
+	if err := os.RemoveAll(filepath.Join(w.env.Dir, "ebs")); err != nil {
+		w.env.Log.Warn("remove volumes", "err", err)
 	}
 	if w.cli != nil {
 		w.cli.Close()
