@@ -288,6 +288,18 @@ func (c *Container) CPULimit(ctx context.Context) (float64, error) {
 	return float64(ins.HostConfig.NanoCPUs) / 1e9, nil
 }
 
+// MemoryLimit returns the container's memory limit in bytes (0: none).
+func (c *Container) MemoryLimit(ctx context.Context) (int64, error) {
+	ins, err := c.Inspect(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read memory limit: %w", err)
+	}
+	if ins.HostConfig == nil {
+		return 0, nil
+	}
+	return ins.HostConfig.Memory, nil
+}
+
 // SetMemoryLimit sets the live container's memory limit (and memory+swap,
 // so no swap) in bytes. With cgroup v1 a limit below what the kernel can
 // reclaim down to is refused (EBUSY) rather than OOM-killing; with cgroup

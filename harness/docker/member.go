@@ -265,6 +265,17 @@ func (m *Member) CPULimit() (float64, error) {
 	return c.CPULimit(ctx)
 }
 
+// MemoryLimit returns the container's memory limit in bytes (0: none).
+func (m *Member) MemoryLimit() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+	defer cancel()
+	c, err := m.Container()
+	if err != nil {
+		return 0, fmt.Errorf("read memory limit of %s: %w", m.Name, err)
+	}
+	return c.MemoryLimit(ctx)
+}
+
 // SetMemoryLimit sets the live container's memory limit in bytes, no swap
 // (Container.SetMemoryLimit).
 func (m *Member) SetMemoryLimit(bytes int64) error {

@@ -599,3 +599,19 @@ func TestIntegration_RunCPULimit(t *testing.T) {
 	t.Logf("two spinners allowed 0.9 cores each, the run 0.9: %.3f s of CPU together in 1 s", total)
 	require.Less(t, total, 1.3, "the run's CPU budget did not hold")
 }
+
+// A group's memory limit is raised while it holds no process and the
+// kernel reports the new one.
+func TestIntegration_SetMemoryLimit(t *testing.T) {
+	needCgroups(t)
+	m := newTestManager(t, "raise")
+	g, err := m.NewGroup("pod", Limits{MemoryBytes: 32 << 20})
+	require.NoError(t, err)
+	require.EqualValues(t, 32<<20, g.MemoryLimit())
+	require.NoError(t, g.SetMemoryLimit(64<<20))
+	require.EqualValues(t, 64<<20, g.MemoryLimit())
+	st, err := g.Stats()
+	require.NoError(t, err)
+	require.EqualValues(t, 64<<20, st.MemoryLimitBytes, "the kernel's limit")
+	require.Error(t, g.SetMemoryLimit(0))
+}

@@ -444,6 +444,38 @@ type Group struct {
 // Name is the group's name under the run.
 func (g *Group) Name() string { return g.name }
 
+// MemoryLimit is the group's memory limit in bytes (0: none).
+func (g *Group) MemoryLimit() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limits.MemoryBytes
+}
+
+// SetMemoryLimit changes the group's memory limit while its processes run
+// (an operator raising a pod's limit). On cgroup v1 the kernel refuses
+// (EBUSY) a limit below what it can reclaim down to.
+func (g *Group) SetMemoryLimit(bytes int64) error {
+	if bytes <= 0 {
+		return fmt.Errorf("set memory limit of %s: %d bytes: must be positive", g.name, bytes)
+	}
+	var file string
+	switch g.mode {
+	case ModeV1:
+		file = filepath.Join(g.memDir, "memory.limit_in_bytes")
+	case ModeV2:
+		file = filepath.Join(g.dir, "memory.max")
+	default:
+		return fmt.Errorf("set memory limit of %s: no cgroups here", g.name)
+	}
+	if err := os.WriteFile(file, []byte(strconv.FormatInt(bytes, 10)), 0); err != nil {
+		return fmt.Errorf("set memory limit of %s: %w", g.name, err)
+	}
+	g.mu.Lock()
+	g.limits.MemoryBytes = bytes
+	g.mu.Unlock()
+	return nil
+}
+
 // Limits are the limits the group was created with.
 func (g *Group) Limits() Limits { return g.limits }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/chaoslab/chaoslab/harness/dockerconsul"
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -252,6 +253,24 @@ func (m *member) Role(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return roleOf(m.node, leader), nil
+}
+
+// MemoryLimit is a client agent's pod memory limit in bytes (0: none):
+// its cgroup's or its container's (faults.MemoryLimiter).
+func (m *member) MemoryLimit() int64 {
+	if l, ok := m.node.(faults.MemoryLimiter); ok && !m.node.IsServer() {
+		return l.MemoryLimit()
+	}
+	return 0
+}
+
+// SetMemoryLimit changes a client agent's pod memory limit while it runs.
+func (m *member) SetMemoryLimit(bytes int64) error {
+	l, ok := m.node.(faults.MemoryLimiter)
+	if !ok || m.node.IsServer() {
+		return fmt.Errorf("%s has no memory limit the lab can change", m.Name())
+	}
+	return l.SetMemoryLimit(bytes)
 }
 
 // DNSAddr is a local client agent's DNS address as the harness reaches

@@ -67,7 +67,7 @@ func startLocal(ctx context.Context, env *lab.Env, site *local.Site, bin string,
 	}
 	var nodes []node
 	for _, n := range lc.Nodes() {
-		nodes = append(nodes, &localNode{Node: n})
+		nodes = append(nodes, &localNode{Node: n, group: site.Limits().Group(n.Name())})
 	}
 	if t.AgentRestart.On() {
 		var pods []*pod
@@ -81,8 +81,28 @@ func startLocal(ctx context.Context, env *lab.Env, site *local.Site, bin string,
 	return c, nil
 }
 
-// localNode is one consul process.
-type localNode struct{ *consullocal.Node }
+// localNode is one consul process; group is a client agent's memory
+// cgroup (nil without agent_memory_mb).
+type localNode struct {
+	*consullocal.Node
+	group *limits.Group
+}
+
+// MemoryLimit is the agent's cgroup limit in bytes (0: none).
+func (n *localNode) MemoryLimit() int64 {
+	if n.group == nil {
+		return 0
+	}
+	return n.group.MemoryLimit()
+}
+
+// SetMemoryLimit changes the agent's cgroup limit while it runs.
+func (n *localNode) SetMemoryLimit(bytes int64) error {
+	if n.group == nil {
+		return fmt.Errorf("%s runs without a memory cgroup", n.Name())
+	}
+	return n.group.SetMemoryLimit(bytes)
+}
 
 func (n *localNode) siteHTTP() string { return n.HTTPAddr() }
 func (n *localNode) raftAddr() string { return n.ServerAddr() }
