@@ -74,7 +74,7 @@ func TestRegistry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "pause", f.Name())
 	_, err = New("meteor")
-	require.ErrorContains(t, err, `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, degrade-links, disconnect, kill-restart, pause, replace, restart-fleet, stop)`)
+	require.ErrorContains(t, err, `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, degrade-links, disconnect, kill-restart, pause, replace, restart-fleet, set-memory-limit, stop)`)
 	require.Panics(t, func() { Register(func() Fault { return &Pause{} }) })
 	require.Error(t, fresh("pause").Available(nil))
 }
