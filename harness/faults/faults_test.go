@@ -69,7 +69,7 @@ func state(t *testing.T, pid int) string {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"add-capacity", "consul-dns-load", "cpu-throttle", "degrade-links", "disconnect", "kill-restart", "pause", "replace", "restart-fleet", "stop"}, Names())
+	require.Equal(t, []string{"add-capacity", "consul-dns-load", "cpu-throttle", "degrade-links", "disconnect", "kill-restart", "pause", "replace", "restart-fleet", "set-memory-limit", "stop"}, Names())
 	f, err := New("pause")
 	require.NoError(t, err)
 	require.Equal(t, "pause", f.Name())
