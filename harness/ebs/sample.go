@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,7 +155,7 @@ func (w *workload) recordControl(now float64, cs ebscontrol.Status) {
 		busy = append(busy, fmt.Sprintf("%s %d/%d", name, p.Busy, p.Workers))
 	}
 	sort.Strings(busy)
-	r.busy = fmt.Sprint(busy)
+	r.busy = strings.Join(busy, ", ")
 	var total int64
 	for z, c := range cs.Zones {
 		if prev, ok := r.timeouts[z]; ok {
@@ -182,7 +183,7 @@ func (r *recorder) progress() []slog.Attr {
 			free = append(free, fmt.Sprintf("%s %d", z, r.free[z]))
 		}
 	}
-	return []slog.Attr{slog.String("stuck", fmt.Sprint(stuck)), slog.String("free", fmt.Sprint(free)),
+	return []slog.Attr{slog.String("stuck", strings.Join(stuck, ", ")), slog.String("free", strings.Join(free, ", ")),
 		slog.String("pool", r.busy), slog.Int64("cp_timeouts", r.cpTotal)}
 }
 
