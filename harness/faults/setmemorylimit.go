@@ -11,7 +11,8 @@ import (
 // MemoryLimiter is a target under a memory limit that can be changed while
 // it runs: a Consul client agent in its pod's cgroup or container.
 type MemoryLimiter interface {
-	// MemoryLimit is the limit in bytes (0: none).
+	// MemoryLimit is the limit in bytes (0: none; negative: not known
+	// yet, as of a probe before the run).
 	MemoryLimit() int64
 	SetMemoryLimit(bytes int64) error
 }
@@ -43,7 +44,7 @@ func (*SetMemoryLimit) Available(t Target) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("set-memory-limit: %s has no memory limit the lab can change", t.Name())
-	case m.MemoryLimit() <= 0:
+	case m.MemoryLimit() == 0:
 		return fmt.Errorf("set-memory-limit: %s runs without a memory limit", t.Name())
 	}
 	return nil

@@ -255,13 +255,30 @@ func (m *member) Role(ctx context.Context) (string, error) {
 	return roleOf(m.node, leader), nil
 }
 
-// MemoryLimit is a client agent's pod memory limit in bytes (0: none):
-// its cgroup's or its container's (faults.MemoryLimiter).
+// MemoryLimit is a client agent's pod memory limit in bytes (0: none; -1
+// for a probe): its cgroup's or its container's (faults.MemoryLimiter).
 func (m *member) MemoryLimit() int64 {
-	if l, ok := m.node.(faults.MemoryLimiter); ok && !m.node.IsServer() {
-		return l.MemoryLimit()
+	l, ok := m.node.(faults.MemoryLimiter)
+	switch {
+	case !ok:
+		return 0
+	case m.probe():
+		return -1
+	case m.node.IsServer():
+		return 0
 	}
-	return 0
+	return l.MemoryLimit()
+}
+
+// probe: a member with no process behind it (plug-in listings).
+func (m *member) probe() bool {
+	switch n := m.node.(type) {
+	case *localNode:
+		return n.Node == nil
+	case *dockerNode:
+		return n.Node == nil || n.Node.Name() == ""
+	}
+	return false
 }
 
 // SetMemoryLimit changes a client agent's pod memory limit while it runs.
