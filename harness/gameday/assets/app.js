@@ -177,6 +177,7 @@ const presets = [
   {label: "Force a leader election", fault: "kill-restart", target: "leader", duration: "3s"},
   {label: "Stop half the clients (30 s)", fault: "stop", target: "clients:50%", duration: "30s"},
   {label: "Pause the leader (10 s)", fault: "pause", target: "leader", duration: "10s"},
+  {label: "Raise the agents' memory limit to 1 GiB", fault: "set-memory-limit", target: "agents", duration: "30m", params: {mb: 1024}},
 ];
 
 function setup() {
@@ -185,7 +186,7 @@ function setup() {
     const b = document.createElement("button");
     b.textContent = p.label;
     b.dataset.fault = p.fault;
-    b.onclick = () => act({fault: p.fault, target: p.target, duration: p.duration});
+    b.onclick = () => act({fault: p.fault, target: p.target, duration: p.duration, params: p.params});
     $("presets").appendChild(b);
   }
   $("act").onclick = () => {
