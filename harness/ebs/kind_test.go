@@ -108,9 +108,13 @@ func TestZoneLinksDegradeAndRestore(t *testing.T) {
 	}
 	require.NoError(t, echo(time.Second))
 	z := &Zone{name: "zone-a", links: l}
-	require.NoError(t, z.DegradeLinks(context.Background(), faults.LinkToxics{Latency: 2 * time.Second}))
+	require.NoError(t, z.DegradeLinks(context.Background(), faults.LinkToxics{Latency: 2 * time.Second, BandwidthKBps: 2}))
 	require.Error(t, echo(300*time.Millisecond), "2 s of latency misses a 300 ms deadline")
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(make([]byte, 64<<10)) // half a minute queued at 2 KB/s
+	start := time.Now()
 	require.NoError(t, z.RestoreLinks(context.Background()))
+	require.Less(t, time.Since(start), 3*time.Second, "restoring does not wait for the queued data")
 	c2, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer c2.Close()

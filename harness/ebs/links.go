@@ -11,6 +11,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 )
@@ -26,8 +27,17 @@ type Links struct {
 	proxies map[string][]*toxiproxy.Proxy // by zone
 }
 
+// quiet silences toxiproxy's toxics, which log through zerolog's global
+// logger at trace level (the controller has no other zerolog user).
+var quiet sync.Once
+
 // NewLinks starts the proxy server (no HTTP API: the harness drives it).
 func NewLinks() *Links {
+	quiet.Do(func() {
+		nop := zerolog.Nop()
+		zlog.Logger = nop
+		zerolog.DefaultContextLogger = &nop
+	})
 	return &Links{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), proxies: map[string][]*toxiproxy.Proxy{}}
 }
 
@@ -91,15 +101,29 @@ func (l *Links) Degrade(zone string, t faults.LinkToxics) error {
 	return nil
 }
 
-// Restore removes every toxic of the zone's proxies.
-func (l *Links) Restore(ctx context.Context, zone string) error {
+// Restore gives the zone clean links: each proxy is replaced by a new
+// one without toxics on the same address. Toxiproxy takes a toxic off an
+// open connection only once the data queued in it has drained (at 2 KB/s
+// a volume's copy takes half a minute) and holds new connections until
+// then; the nodes took the open connections for dead already, and the
+// network change being undone resets them.
+func (l *Links) Restore(_ context.Context, zone string) error {
 	l.mu.Lock()
-	ps := l.proxies[zone]
-	l.mu.Unlock()
-	for _, p := range ps {
-		p.Toxics.ResetToxics(ctx)
+	defer l.mu.Unlock()
+	var errs []error
+	for i, p := range l.proxies[zone] {
+		if err := l.srv.Collection.Remove(p.Name); err != nil {
+			errs = append(errs, fmt.Errorf("remove proxy %s: %w", p.Name, err))
+			continue
+		}
+		np := toxiproxy.NewProxy(l.srv, p.Name, p.Listen, p.Upstream)
+		if err := l.srv.Collection.Add(np, true); err != nil {
+			errs = append(errs, fmt.Errorf("restart proxy %s: %w", p.Name, err))
+			continue
+		}
+		l.proxies[zone][i] = np
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Close stops every proxy.
