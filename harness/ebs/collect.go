@@ -29,28 +29,29 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 		fs, fe = tl.End, tl.End
 	}
 	stuck := w.rec.points[seriesKey{"ebs.stuck_share", degraded}]
-	r.SetMetric("ebs.stuck_share.end", mean(stuck, tl.End-5, math.Inf(1)))
-	r.SetMetric("ebs.stuck_share.max", reduce(stuck, fs, math.Inf(1), math.Max))
-	r.SetMetric("ebs.stuck_share.after_faults_max", reduce(stuck, fe+10, math.Inf(1), math.Max))
+	end := tl.End
+	r.SetMetric("ebs.stuck_share.end", mean(stuck, end-5, end))
+	r.SetMetric("ebs.stuck_share.max", reduce(stuck, fs, end, math.Max))
+	r.SetMetric("ebs.stuck_share.after_faults_max", reduce(stuck, fe+10, end, math.Max))
 	if n := len(stuck); n > 0 {
 		r.SetMetric("ebs.volumes_stuck.end", float64(w.rec.stuck[degraded]))
 	}
 	searches := w.rec.points[seriesKey{"ebs.searches_per_s", degraded}]
-	r.SetMetric("ebs.searches_per_s.max", reduce(searches, math.Inf(-1), math.Inf(1), math.Max))
+	r.SetMetric("ebs.searches_per_s.max", reduce(searches, math.Inf(-1), end, math.Max))
 	r.SetMetric("ebs.searches.total", float64(w.rec.searches[degraded]))
-	r.SetMetric("ebs.free_slots.min", reduce(w.rec.points[seriesKey{"ebs.free_slots", degraded}], fs, math.Inf(1), math.Min))
+	r.SetMetric("ebs.free_slots.min", reduce(w.rec.points[seriesKey{"ebs.free_slots", degraded}], fs, end, math.Min))
 	busy := math.NaN()
 	for k, pts := range w.rec.points {
 		if k.name == "ebs.pool_busy" {
-			busy = nanMax(busy, reduce(pts, fs, math.Inf(1), math.Max))
+			busy = nanMax(busy, reduce(pts, fs, end, math.Max))
 		}
 	}
 	r.SetMetric("ebs.pool_busy.max", busy)
 	r.SetMetric("ebs.cp_timeouts", float64(w.rec.cpTotal))
-	other := func(c call) bool { return c.Zone != degraded && c.T >= fs }
+	other := func(c call) bool { return c.Zone != degraded && c.T >= fs && c.T <= end }
 	r.SetMetric("ebs.create_success.before_fault", success(w.rec.calls, func(c call) bool { return c.T < fs }))
 	r.SetMetric("ebs.create_success.other_zones", success(w.rec.calls, other))
-	r.SetMetric("ebs.create_success.degraded_zone", success(w.rec.calls, func(c call) bool { return c.Zone == degraded && c.T >= fs }))
+	r.SetMetric("ebs.create_success.degraded_zone", success(w.rec.calls, func(c call) bool { return c.Zone == degraded && c.T >= fs && c.T <= end }))
 	r.SetMetric("ebs.create_p99_ms.other_zones", p99(w.rec.calls, other))
 	r.SetLimit("ebs.stuck_share", 1, "every volume of the zone")
 }

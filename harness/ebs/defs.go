@@ -10,7 +10,7 @@ func (kind) Series() []lab.SeriesDef {
 		{Name: "ebs.pool_busy", Title: "Control-plane workers busy, share of each pool", Unit: "share"},
 		{Name: "ebs.pool_waiting", Title: "Control-plane calls waiting for a worker, per pool", Unit: "calls"},
 		{Name: "ebs.cp_timeouts_per_s", Title: "Control-plane calls timed out per second, per zone", Unit: "calls/s"},
-		{Name: "ebs.create_success", Title: "Create-volume calls that succeeded, share per second, per zone", Unit: "share"},
+		{Name: "ebs.create_success", Title: "Create-volume calls answered OK within create_slo, share per second, per zone", Unit: "share"},
 		{Name: "ebs.create_p99_ms", Title: "Create-volume latency, 99th percentile per second, per zone (ms)", Unit: "ms"},
 	}
 }
@@ -27,9 +27,9 @@ func (kind) Metrics() []lab.MetricDef {
 		m("ebs.free_slots.min", "slots", "fewest free replica slots in the degraded zone from the fault on"),
 		m("ebs.pool_busy.max", "share", "highest share of a control-plane pool's workers busy from the fault on"),
 		m("ebs.cp_timeouts", "calls", "control-plane calls that timed out over the run, every zone"),
-		m("ebs.create_success.before_fault", "share", "share of create-volume calls from every zone that succeeded before the fault"),
-		m("ebs.create_success.other_zones", "share", "share of create-volume calls from the zones not degraded that succeeded, from the fault to the end of the run"),
-		m("ebs.create_success.degraded_zone", "share", "share of create-volume calls from the degraded zone that succeeded, from the fault to the end of the run"),
+		m("ebs.create_success.before_fault", "share", "share of create-volume calls from every zone answered OK within create_slo before the fault"),
+		m("ebs.create_success.other_zones", "share", "share of create-volume calls from the zones not degraded answered OK within create_slo, from the fault to the end of the run"),
+		m("ebs.create_success.degraded_zone", "share", "share of create-volume calls from the degraded zone answered OK within create_slo, from the fault to the end of the run"),
 		m("ebs.create_p99_ms.other_zones", "ms", "99th percentile of create-volume latency in the zones not degraded, from the fault to the end of the run"),
 	}
 }

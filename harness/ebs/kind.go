@@ -60,13 +60,17 @@ type Settings struct {
 	CreateRate float64 `yaml:"create_rate" json:"create_rate"`
 	// CreateTimeout is the caller's timeout of a create-volume call.
 	CreateTimeout lab.Duration `yaml:"create_timeout" json:"create_timeout"`
+	// CreateSLO: a create-volume call counts as a success when it answers
+	// OK within this long (a caller that waits longer has failed its own
+	// caller, even if it waits on).
+	CreateSLO lab.Duration `yaml:"create_slo" json:"create_slo"`
 }
 
 // NewSettings are the defaults: the 2011 cluster and control plane.
 func NewSettings() *Settings {
 	return &Settings{Zones: 3, NodesPerZone: 4, VolumesPerNode: 6, SpareSlots: 5,
 		Settings: ebsnode.DefaultSettings(), Service: ebscontrol.DefaultService(),
-		CreateRate: 2, CreateTimeout: lab.Duration(3 * time.Second)}
+		CreateRate: 2, CreateTimeout: lab.Duration(3 * time.Second), CreateSLO: lab.Duration(2 * time.Second)}
 }
 
 // Bounds of the settings.
@@ -92,6 +96,7 @@ func (s *Settings) Check() []lab.Problem {
 	c = append(c, s.Service.Check(s.Zones)...)
 	c.Need(s.CreateRate > 0 && s.CreateRate <= MaxCreateRate, "create_rate", "want more than 0 and at most %d calls/s per zone, got %g", MaxCreateRate, s.CreateRate)
 	c.Msg("create_timeout", lab.CheckDuration(s.CreateTimeout, 10*time.Millisecond, "the least time a create-volume call takes here"))
+	c.Msg("create_slo", lab.CheckDuration(s.CreateSLO, 10*time.Millisecond, "the least time a create-volume call takes here"))
 	return c
 }
 
@@ -115,7 +120,7 @@ func (s *Settings) Facts() []lab.Fact {
 		{Name: "Writes", Value: fmt.Sprintf("%d bytes per volume every %s, acknowledged by the mirror within %s", s.WriteBytes, s.WriteEvery, s.MirrorTimeout)},
 		{Name: "Search back-off", Value: backoff},
 		{Name: "Control plane", Value: fmt.Sprintf("%s; request timeout %s; a call for space looks again every %s", pool, s.RequestTimeout, s.SpacePoll)},
-		{Name: "Create-volume load", Value: fmt.Sprintf("%g calls/s from each zone, caller's timeout %s", s.CreateRate, s.CreateTimeout)},
+		{Name: "Create-volume load", Value: fmt.Sprintf("%g calls/s from each zone, caller's timeout %s; a success answers OK within %s", s.CreateRate, s.CreateTimeout, s.CreateSLO)},
 		{Name: "Links", Value: "node to node through an in-process toxiproxy (github.com/Shopify/toxiproxy/v2 v2.12.0) on 127.0.0.1, one proxy per node"},
 	}
 }

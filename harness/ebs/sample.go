@@ -20,7 +20,7 @@ import (
 type call struct {
 	T    float64 // when it was sent
 	Zone string
-	OK   bool
+	OK   bool // answered OK within create_slo
 	Ms   float64
 }
 
@@ -69,6 +69,9 @@ func (w *workload) sample(ctx context.Context) {
 		fctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 		free, ferr := w.store.Free(fctx)
 		cancel()
+		if ctx.Err() != nil {
+			return // the run is ending: its programs are being stopped
+		}
 		w.rec.mu.Lock()
 		w.recordNodes(now, sts)
 		if cerr == nil {
@@ -215,7 +218,8 @@ func (w *workload) createOne(ctx context.Context, cli ebscontrol.Client, zone st
 	if ctx.Err() != nil {
 		return // the end of the run, not the control plane
 	}
-	c := call{T: w.env.Clock(start), Zone: zone, OK: err == nil, Ms: float64(time.Since(start).Microseconds()) / 1000}
+	took := time.Since(start)
+	c := call{T: w.env.Clock(start), Zone: zone, OK: err == nil && took <= w.s.CreateSLO.D(), Ms: float64(took.Microseconds()) / 1000}
 	w.rec.mu.Lock()
 	w.rec.calls = append(w.rec.calls, c)
 	w.rec.mu.Unlock()
