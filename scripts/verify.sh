@@ -2,8 +2,9 @@
 # Release check: replays every built-in scenario at full size on every
 # placement it is calibrated for, one at a time (they measure timing on
 # real servers), and fails unless each meets its expectation; then the
-# example clients beside IL-0587's own. About 45 min on 2 cores (images
-# built first when missing).
+# example clients beside IL-0587's own. About 70 min on 2 cores (IL-0277's
+# 5 variants take ~13 min on each placement; images built first when
+# missing).
 #   ./scripts/verify.sh            # every scenario and the examples
 #   ./scripts/verify.sh il-0587    # one scenario (id or case id)
 #   ./scripts/verify.sh examples   # the example clients only
