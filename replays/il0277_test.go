@@ -63,7 +63,7 @@ func TestIntegration_ReplayIL0277(t *testing.T) {
 	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local",
 		AgentBinary: chaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test", Variants: il0277Variants})
 	require.NoError(t, err)
-	assertIL0277(t, r)
+	assertIL0277(t, r, 5.0)
 	assertCleanedUp(t, r)
 }
 
@@ -86,15 +86,21 @@ func TestIntegration_ReplayIL0277Docker(t *testing.T) {
 		Logger: labtest.Logger(t), Rerun: "test", Variants: il0277Variants})
 	require.NoError(t, err)
 	require.Equal(t, "docker", r.Backend)
-	assertIL0277(t, r)
+	assertIL0277(t, r, 10.0)
 	left, err := docker.Leftovers(ctx, "")
 	require.NoError(t, err)
 	require.Empty(t, left, "containers or networks left")
 }
 
-// assertIL0277 checks a two-variant run: REPRODUCED, with the deciding
-// figures 2x past the scenario's bounds and each procedure's own gates.
-func assertIL0277(t *testing.T, r *reports.Report) {
+// assertIL0277 checks a two-variant run: REPRODUCED, with the vulnerable
+// time without a leader 2x past the scenario's bound, the mitigated one at
+// most mitLeaderless with no election, and each procedure's own gates.
+// On docker mitLeaderless is the bound itself (10 s): the sampler's mntr
+// (800 ms deadline, through the engine's published port) goes unanswered
+// for seconds by a leader at 0.1 cores sending a snapshot, and those gaps
+// count as time without a leader (8.1 s in one run whose leader zk3 was
+// never replaced nor re-elected).
+func assertIL0277(t *testing.T, r *reports.Report, mitLeaderless float64) {
 	t.Helper()
 	t.Log(reports.Summary(r))
 	vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
@@ -108,7 +114,8 @@ func assertIL0277(t *testing.T, r *reports.Report) {
 
 	// leader-kept bounds the time without a leader at 10 s.
 	require.GreaterOrEqual(t, float64(vul.Metrics["cluster.leaderless_s"]), 20.0, "vulnerable: 2x past leader-kept")
-	require.LessOrEqual(t, float64(mit.Metrics["cluster.leaderless_s"]), 5.0, "mitigated: half of leader-kept")
+	require.LessOrEqual(t, float64(mit.Metrics["cluster.leaderless_s"]), mitLeaderless, "mitigated: time without a leader")
+	require.Zero(t, float64(mit.Metrics["ensemble.not_synced_shutdowns.total"]), "mitigated: no leader lost its quorum")
 	// Both replacements ran in each variant, each with its own gate.
 	require.Len(t, vul.Faults, 2)
 	require.Len(t, mit.Faults, 2)
