@@ -67,8 +67,10 @@ func TestIntegration_ReplayIL0384(t *testing.T) {
 	limit := float64(fl.ThreadLimit)
 	for _, v := range []*reports.VariantResult{vul, slow} {
 		m := v.Metrics
-		// Before the addition the fleet ran under the limit and routed.
-		require.Less(t, float64(m["fleet.threads.before_trigger_max"]), limit, v.Name)
+		// Before the addition the fleet ran at most at the limit (a CI
+		// runner's fleet reached 40 of 40: the Go runtime's own threads
+		// vary with load) and routed, so no server died of it.
+		require.LessOrEqual(t, float64(m["fleet.threads.before_trigger_max"]), limit, v.Name)
 		require.GreaterOrEqual(t, float64(m["fleet.routing_success.before_trigger"]), 0.95, v.Name)
 		// After it, the kernel refused threads and no server routed.
 		require.Greater(t, float64(m["fleet.pids_limit_refusals"]), 0.0, v.Name)

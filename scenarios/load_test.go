@@ -676,7 +676,7 @@ func TestFleetErrors(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct{ from, to, want string }{
 		{"  peer_threads: per-peer\n  bootstrap: peers\n  bootstrap_timeout", "  peer_threads: shared\n  bootstrap: peers\n  bootstrap_timeout", "workload.peer_threads: want per-peer or pool"},
-		{"thread_limit: 44", "thread_limit: 4", "workload.thread_limit"},
+		{"thread_limit: 40", "thread_limit: 4", "workload.thread_limit"},
 		{"      pool_threads: 4\n", "      pool_threads: 0\n", "variants.mitigated.workload.pool_threads: want at least 1"},
 		{"  etcd:\n    members: 3", "  etcd:\n    members: 9", "topology.etcd.members: want 1 to 7"},
 		{"target: fleet\n      duration: 30s", "target: leader\n      duration: 30s", ""},
