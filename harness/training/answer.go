@@ -100,7 +100,8 @@ type State struct {
 func (s *Session) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{Case: s.Plan.Case, Trainee: s.Trainee, Elapsed: -1, Causes: s.Plan.Causes, Series: s.Plan.Series, Checkpoints: len(s.Plan.Checkpoints), Debrief: s.done}
+	st := State{Case: s.Plan.Case, Trainee: s.Trainee, Elapsed: -1, Causes: s.Plan.Causes, Series: s.Plan.Series, Checkpoints: len(s.Plan.Checkpoints), Debrief: s.done,
+		Open: []Checkpoint{}, Answered: []string{}, Timeline: []Entry{}}
 	if !s.first.IsZero() {
 		st.Elapsed = time.Since(s.first).Seconds()
 	}

@@ -221,6 +221,7 @@ function startTraining(st) {
 }
 
 function renderTraining(st) {
+  st.open = st.open || []; st.timeline = st.timeline || [];
   state.training = st;
   const open = $("tr-open");
   const want = st.open.map((c) => c.id).join(",");
