@@ -54,36 +54,31 @@ func (r *recorder) add(name, source, unit string, t, v float64) {
 
 // sample polls every node, the control plane and etcd once a second.
 func (w *workload) sample(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	lab.Every(ctx, time.Second, func() { w.sampleOnce(ctx) })
+}
+
+func (w *workload) sampleOnce(ctx context.Context) {
+	now := w.env.Now()
+	sts := w.nodeStatuses(ctx)
+	var cs ebscontrol.Status
+	cerr := w.getJSON(ctx, "http://"+w.apiAddr()+"/v1/status", &cs)
+	fctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+	free, ferr := w.store.Free(fctx)
+	cancel()
+	if ctx.Err() != nil {
+		return // the run is ending: its programs are being stopped
+	}
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	w.recordNodes(now, sts)
+	if cerr == nil {
+		w.recordControl(now, cs)
+	}
+	if ferr == nil {
+		for z, f := range free {
+			w.rec.add("ebs.free_slots", z, "slots", now, float64(f))
+			w.rec.free[z] = f
 		}
-		now := w.env.Now()
-		sts := w.nodeStatuses(ctx)
-		var cs ebscontrol.Status
-		cerr := w.getJSON(ctx, "http://"+w.apiAddr()+"/v1/status", &cs)
-		fctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
-		free, ferr := w.store.Free(fctx)
-		cancel()
-		if ctx.Err() != nil {
-			return // the run is ending: its programs are being stopped
-		}
-		w.rec.mu.Lock()
-		w.recordNodes(now, sts)
-		if cerr == nil {
-			w.recordControl(now, cs)
-		}
-		if ferr == nil {
-			for z, f := range free {
-				w.rec.add("ebs.free_slots", z, "slots", now, float64(f))
-				w.rec.free[z] = f
-			}
-		}
-		w.rec.mu.Unlock()
 	}
 }
 

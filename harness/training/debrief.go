@@ -2,8 +2,10 @@ package training
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,10 +25,7 @@ func (s *Session) Debrief(r *reports.Report) *reports.Debrief {
 	}
 	v := r.Variants[0]
 	s.mu.Lock()
-	answers, opened := append([]Answer(nil), s.answers...), make(map[string]time.Time, len(s.opened))
-	for k, t := range s.opened {
-		opened[k] = t
-	}
+	answers, opened := slices.Clone(s.answers), maps.Clone(s.opened)
 	s.mu.Unlock()
 	runT := func(w time.Time) float64 { return w.Sub(v.StartedAt).Seconds() }
 	d := &reports.Debrief{Trainee: s.Trainee, DiagnosedAfter: -1, ReadNext: s.Plan.ReadNext,
@@ -200,7 +199,7 @@ func (s *Session) actions(v *reports.VariantResult) []reports.DebriefAction {
 		if r.Clock != "" {
 			row.Responders = r.Clock + ": " + r.Text
 		}
-		row.Trainee = joinOr(taken[r.Kind], "")
+		row.Trainee = strings.Join(taken[r.Kind], "; ")
 		if !row.Matched && !Doable(r.Kind) {
 			row.Note = "The lab has no action of this kind yet."
 		}
@@ -213,19 +212,8 @@ func (s *Session) actions(v *reports.VariantResult) []reports.DebriefAction {
 			if kind == "" {
 				kind = "other"
 			}
-			out = append(out, reports.DebriefAction{Kind: kind, Trainee: joinOr(taken[k], ""), Note: "The responders did not do this."})
+			out = append(out, reports.DebriefAction{Kind: kind, Trainee: strings.Join(taken[k], "; "), Note: "The responders did not do this."})
 		}
-	}
-	return out
-}
-
-func joinOr(ss []string, or string) string {
-	if len(ss) == 0 {
-		return or
-	}
-	out := ss[0]
-	for _, s := range ss[1:] {
-		out += "; " + s
 	}
 	return out
 }
