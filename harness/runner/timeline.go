@@ -77,11 +77,28 @@ func (v *variant) timeline(ctx context.Context, c lab.Cluster, w lab.Workload, w
 	}
 	if ctx.Err() == nil {
 		v.enter("observe")
+		runEnd = v.observeWhole(runEnd)
 	}
 	if g := v.steered(ctx, runEnd, "end"); g.OK && v.o.Steer != nil {
 		v.tl.End = v.env.Now()
 	}
 	return errors.Join(errs...)
+}
+
+// observeWhole keeps the scenario's whole observation after faults that
+// ended later than planned (a replacement waiting on its gate, a slow
+// restart): the end moves by the overrun, and the metrics count what
+// happened after the late fault as they would after a timely one.
+func (v *variant) observeWhole(runEnd time.Time) time.Time {
+	minEnd := time.Now().Add(v.p.s.Timeline.Observe.D())
+	if !minEnd.After(runEnd) {
+		return runEnd
+	}
+	late := minEnd.Sub(runEnd).Round(100 * time.Millisecond)
+	v.env.Event("observe", "timeline", fmt.Sprintf("the faults ended %s later than planned; the observation ends %s later too", late, late))
+	v.tl.End = v.env.Clock(minEnd)
+	v.sched.update(func(s *schedule) { s.end = minEnd })
+	return minEnd
 }
 
 // waitSteady waits until every instance of the workload is steady, or the
