@@ -65,7 +65,7 @@ exposed for Prometheus at /metrics.`,
 	fl.Int64Var(&f.seed, "seed", 1, "random seed (recorded in the report)")
 	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
 	fl.StringVar(&f.placement, "placement", "auto", "local, docker or auto")
-	fl.IntVar(&f.port, "port", 8077, "the dashboard's port on 127.0.0.1 (0: any free port)")
+	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
 	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd())
 	return cmd
 }

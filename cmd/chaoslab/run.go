@@ -16,6 +16,7 @@ import (
 	"github.com/google/shlex"
 	"github.com/spf13/cobra"
 
+	"github.com/chaoslab/chaoslab/harness/gameday"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
@@ -35,6 +36,7 @@ type runFlags struct {
 	junit                     string
 	keepData                  bool
 	logFormat                 string
+	metricsAddr               string
 }
 
 func runCmd() *cobra.Command {
@@ -53,7 +55,8 @@ servers count them; --with-references runs the scenario's own vulnerable
 and mitigated variants beside it. --repeat N runs it N times (seeds from
 --seed on) and reports each variant's rate of reaching its expected
 verdict with a 95% interval; --junit FILE writes JUnit XML; -o json (or
---json) prints the verdicts as JSON.
+--json) prints the verdicts as JSON. --metrics-addr 127.0.0.1:PORT serves
+the series for Prometheus while the run lasts (GET /metrics, no token).
 
 Exit status: 0 when the run (every run, with --repeat) met the scenario's
 expectation (for both variants: REPRODUCED; for your client: HELD), 1 when
@@ -97,6 +100,7 @@ links to are compressed (.log.gz).`,
 	fl.StringVar(&f.junit, "junit", "", "write JUnit XML of the run(s) to this file")
 	fl.BoolVar(&f.asJSON, "json", false, "print the verdicts as JSON instead of the summary (the same as -o json)")
 	fl.BoolVar(&f.keepData, "keep-data", false, "keep the servers' data directories in the run folder (removed once the servers stop, by default)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the run's series for Prometheus at http://ADDR"+gameday.MetricsPath+" while it lasts, e.g. 127.0.0.1:9477 (a loopback address only; default: off)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "format of the run's log file, chaoslab.log in the run folder: text or json")
 	outputFlag(cmd, &f.output)
 	runCompletions(cmd)
@@ -132,6 +136,14 @@ func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
 	defer con.close()
 	con.hook(&o)
 	o.KeepData = f.keepData
+	settle := func() {}
+	if f.metricsAddr != "" {
+		var stopMetrics func()
+		if settle, stopMetrics, err = serveRunMetrics(ctx, con, &o, f.metricsAddr); err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	if f.repeat > 1 {
 		o.OutDir = filepath.Join(f.out, fmt.Sprintf("%s-repeat-%s", s.ID, time.Now().UTC().Format("20060102T150405Z")))
 	}
@@ -141,6 +153,7 @@ func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
 		o.Rerun = rerunCommand(s.ID, o.Seed, f)
 		r, err := runner.Run(ctx, s, o)
 		con.done()
+		settle()
 		if r != nil && r.Dir != "" {
 			runs = append(runs, r)
 			if !f.asJSON {

@@ -46,7 +46,7 @@ time to the right diagnosis and a score.`,
 	fl.Int64Var(&f.seed, "seed", 1, "random seed (recorded in the report; it also orders the candidate causes)")
 	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
 	fl.StringVar(&f.placement, "placement", "auto", "local, docker or auto")
-	fl.IntVar(&f.port, "port", 8077, "the dashboard's port on 127.0.0.1 (0: any free port)")
+	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
 	fl.StringVar(&f.trainee, "trainee", os.Getenv("USER"), "the trainee's name (in the debrief)")
 	fl.DurationVar(&f.hold, "hold", training.DefaultHold, "the longest a checkpoint holds the timeline for an answer")
 	return cmd

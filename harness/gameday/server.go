@@ -37,15 +37,16 @@ type Server struct {
 	mux   *http.ServeMux
 }
 
+// DefaultPort is the dashboard's port unless told (chaoslab gameday and
+// train --port).
+const DefaultPort = 8077
+
 // Listen opens the dashboard on 127.0.0.1:port (0: a free port). An
 // address other than loopback is refused.
 func Listen(host string, port int, h *Hub, c *Controls) (*Server, error) {
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("listen dashboard: %q is not a loopback address", host)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+	ln, err := listenLoopback("dashboard", host, fmt.Sprint(port))
 	if err != nil {
-		return nil, fmt.Errorf("listen dashboard: %w", err)
+		return nil, err
 	}
 	tok := make([]byte, 16)
 	if _, err := rand.Read(tok); err != nil {
@@ -76,7 +77,7 @@ func (s *Server) routes() {
 	mux := s.mux
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /", http.FileServerFS(static))
-	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET "+MetricsPath, metricsHandler(s.Hub))
 	mux.HandleFunc("GET /events", s.authed(s.events))
 	mux.HandleFunc("GET /state", s.authed(s.state))
 	mux.HandleFunc("GET /faults", s.authed(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, faults.Names()) }))

@@ -31,10 +31,7 @@ type Info struct {
 func Wire(ctx context.Context, o *runner.Options, srv *Server, onDir func(url string)) func() {
 	o.Steer = srv.Controls
 	prev := o.OnDir
-	var (
-		dir  string
-		done chan error
-	)
+	var dir string
 	o.OnDir = func(d string) {
 		if prev != nil {
 			prev(d)
@@ -42,11 +39,33 @@ func Wire(ctx context.Context, o *runner.Options, srv *Server, onDir func(url st
 		dir = d
 		b, _ := json.Marshal(Info{URL: srv.URL(), Addr: srv.Addr(), Token: srv.Token, Pid: os.Getpid()})
 		_ = os.WriteFile(filepath.Join(d, InfoFile), b, 0o600)
-		done = make(chan error, 1)
-		go func() { done <- Tail(ctx, filepath.Join(d, journal.File), srv.Hub) }()
-		if onDir != nil {
-			onDir(srv.URL())
+	}
+	settle := Follow(ctx, o, srv.Hub)
+	if onDir != nil {
+		tail := o.OnDir
+		o.OnDir = func(d string) { tail(d); onDir(srv.URL()) }
+	}
+	return func() {
+		settle()
+		if dir != "" {
+			_ = os.Remove(filepath.Join(dir, InfoFile))
 		}
+	}
+}
+
+// Follow feeds h with the journal of every run o starts, tailed from the
+// moment its folder exists. The returned function waits (2 s at most)
+// until h has the last run's end.
+func Follow(ctx context.Context, o *runner.Options, h *Hub) func() {
+	prev := o.OnDir
+	var done chan error
+	o.OnDir = func(d string) {
+		if prev != nil {
+			prev(d)
+		}
+		c := make(chan error, 1)
+		go func() { c <- Tail(ctx, filepath.Join(d, journal.File), h) }()
+		done = c
 	}
 	return func() {
 		if done == nil {
@@ -56,6 +75,5 @@ func Wire(ctx context.Context, o *runner.Options, srv *Server, onDir func(url st
 		case <-done:
 		case <-time.After(2 * time.Second):
 		}
-		_ = os.Remove(filepath.Join(dir, InfoFile))
 	}
 }
