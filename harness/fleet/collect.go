@@ -120,6 +120,9 @@ func (w *workload) metrics(r *lab.Result, tl lab.Timeline, snaps []Snapshot, sec
 	}
 	if restart != nil {
 		r.SetMetric("fleet.recovery_after_restart_s", recovery(secs, restart.Start, end))
+		if spread, n := startSpread(snaps, restart.Start); n > 1 {
+			r.SetMetric("fleet.restart.start_spread_s", spread)
+		}
 	}
 }
 
@@ -183,4 +186,19 @@ func recovery(secs []Second, start, end float64) float64 {
 		rec = math.Inf(1)
 	}
 	return math.Max(rec, 0)
+}
+
+// startSpread is the seconds between the first and the last server's
+// first start after the operator's restart began, and how many started.
+func startSpread(snaps []Snapshot, from float64) (float64, int) {
+	lo, hi, n := math.Inf(1), math.Inf(-1), 0
+	for _, sn := range snaps {
+		for _, t := range sn.StartTimes {
+			if t >= from {
+				lo, hi, n = math.Min(lo, t), math.Max(hi, t), n+1
+				break
+			}
+		}
+	}
+	return hi - lo, n
 }

@@ -15,7 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,20 +74,22 @@ type Server struct {
 	mu       sync.Mutex
 	inc      int
 	starting bool // an incarnation is being launched
-	proc     lab.Proc
-	port     string // of its HTTP endpoints, as it printed it
-	started  time.Time
-	done     chan struct{}
-	stopping string // why the harness is stopping it
-	readyAt  time.Time
-	removed  bool
-	samples  []Sample
-	exits    []Exit
-	starts   int
-	removals int
-	fails    int
-	logPath  string
-	retired  bool // capacity removed: no longer part of the fleet
+	// startTimes are the run's clock at each incarnation's start.
+	startTimes []float64
+	proc       lab.Proc
+	port       string // of its HTTP endpoints, as it printed it
+	started    time.Time
+	done       chan struct{}
+	stopping   string // why the harness is stopping it
+	readyAt    time.Time
+	removed    bool
+	samples    []Sample
+	exits      []Exit
+	starts     int
+	removals   int
+	fails      int
+	logPath    string
+	retired    bool // capacity removed: no longer part of the fleet
 }
 
 // Fleet is a running fleet.
@@ -227,126 +229,6 @@ func (s *Server) listening(line []byte) {
 	s.port = port
 }
 
-// start runs a new incarnation of s through the launcher; it returns once
-// the server runs (or failed to start).
-func (f *Fleet) start(s *Server) {
-	f.mu.Lock()
-	if f.closed || f.ctx.Err() != nil {
-		f.mu.Unlock()
-		return
-	}
-	f.launching.Add(1)
-	f.mu.Unlock()
-	defer f.launching.Done()
-	s.mu.Lock()
-	if s.proc != nil || s.starting || s.retired {
-		s.mu.Unlock()
-		return
-	}
-	s.starting = true
-	inc := s.inc
-	s.inc++
-	s.removed = false
-	s.fails = 0
-	s.readyAt = time.Time{}
-	s.stopping = ""
-	s.mu.Unlock()
-
-	started := false
-	defer func() {
-		if !started {
-			s.mu.Lock()
-			s.starting = false
-			s.mu.Unlock()
-		}
-	}()
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		f.event("note", s.ID, "could not open its log: "+err.Error())
-		return
-	}
-	fmt.Fprintf(logf, "=== %s start %d\n", time.Now().Format(time.RFC3339Nano), inc)
-	tail := &tailWriter{w: logf, max: 8 << 10}
-	s.mu.Lock()
-	s.port = ""
-	s.mu.Unlock()
-	p, err := f.cfg.Env.Site.Start(f.ctx, f.program(s, inc, tail))
-	if err != nil {
-		logf.Close()
-		if f.ctx.Err() == nil { // not the end of the run
-			f.event("note", s.ID, "could not start: "+err.Error())
-		}
-		return
-	}
-	done := make(chan struct{})
-	s.mu.Lock()
-	s.proc, s.started, s.done = p, time.Now(), done
-	s.starting = false
-	s.starts++
-	s.mu.Unlock()
-	started = true
-	what := "started"
-	if inc > 0 {
-		what = "restarted"
-	}
-	f.cfg.Env.Record("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, inc, p.Desc(), f.cfg.ThreadLimit))
-
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		<-p.Done()
-		pe := p.Exit()
-		refused := p.Stats().PidsRefused
-		s.mu.Lock()
-		why := s.stopping
-		threads := 0
-		if n := len(s.samples); n > 0 {
-			threads = s.samples[n-1].Threads
-		}
-		s.mu.Unlock()
-		e := describeExit(pe, tail.String(), why)
-		if tail.marked() {
-			e.ThreadLimit = true
-			if !strings.HasPrefix(e.How, "the Go runtime") {
-				e.How = "the Go runtime aborted: " + tail.mark
-			}
-		}
-		e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Env.Now(), s.ID, refused, threads
-		if err := p.Release(); err != nil {
-			f.log.Warn("release server", "server", s.ID, "err", err)
-		}
-		logf.Close()
-		s.mu.Lock()
-		s.exits = append(s.exits, e)
-		s.proc = nil
-		s.mu.Unlock()
-		close(done)
-		if why == "" || e.ThreadLimit {
-			detail := e.How
-			if e.PidsLimitHit > 0 {
-				detail += fmt.Sprintf("; the kernel refused %d thread creations at pids.max %d", e.PidsLimitHit, f.cfg.ThreadLimit)
-			}
-			kind := "server-exit"
-			if e.ThreadLimit {
-				kind = "thread-limit"
-			}
-			f.event(kind, s.ID, detail)
-		}
-		f.mu.Lock()
-		restarting := f.restarting
-		f.mu.Unlock()
-		s.mu.Lock()
-		retired := s.retired
-		s.mu.Unlock()
-		if restarting && !retired && f.ctx.Err() == nil {
-			select {
-			case f.restart <- s:
-			case <-f.ctx.Done():
-			}
-		}
-	}()
-}
-
 // stop ends the incarnation of s (SIGTERM, SIGKILL after grace) and waits.
 func (f *Fleet) stop(s *Server, why string, grace time.Duration) {
 	s.mu.Lock()
@@ -418,6 +300,8 @@ func (f *Fleet) RemoveCapacity(ctx context.Context) error {
 // server that dies or is removed is started again at the same pace. It
 // returns once every server was restarted once.
 func (f *Fleet) Restart(ctx context.Context) error {
+	pre, together := f.cfg.Env.Site.(lab.Preparer)
+	together = together && f.cfg.RestartRate == 0
 	f.mu.Lock()
 	first := !f.restarting
 	f.restarting = true
@@ -426,6 +310,9 @@ func (f *Fleet) Restart(ctx context.Context) error {
 	if first {
 		f.wg.Add(1)
 		go func() { defer f.wg.Done(); f.restarter(f.ctx) }()
+	}
+	if together {
+		return f.restartTogether(ctx, pre, f.Active())
 	}
 	for _, s := range f.Active() {
 		s.mu.Lock()
@@ -629,21 +516,23 @@ func (f *Fleet) RestartStarted() time.Time {
 
 // Snapshot of a server for reports.
 type Snapshot struct {
-	ID       string
-	Index    int
-	Added    bool
-	Starts   int
-	Removals int
-	Samples  []Sample
-	Exits    []Exit
-	Log      string
+	ID     string
+	Index  int
+	Added  bool
+	Starts int
+	// StartTimes are the run's clock at each incarnation's start.
+	StartTimes []float64
+	Removals   int
+	Samples    []Sample
+	Exits      []Exit
+	Log        string
 }
 
 // Snapshot returns what was recorded of s.
 func (s *Server) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Snapshot{ID: s.ID, Index: s.Index, Added: s.Added, Starts: s.starts, Removals: s.removals,
+	return Snapshot{ID: s.ID, Index: s.Index, Added: s.Added, Starts: s.starts, StartTimes: slices.Clone(s.startTimes), Removals: s.removals,
 		Samples: append([]Sample(nil), s.samples...), Exits: append([]Exit(nil), s.exits...), Log: s.logPath}
 }
 

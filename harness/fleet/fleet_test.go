@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -38,4 +40,18 @@ func TestThreadLimitMarks(t *testing.T) {
 	if e.ThreadLimit || e.How != "removed by the health check" {
 		t.Fatalf("%+v", e)
 	}
+}
+
+// The spread of a restart counts each server's first start after it, and
+// nothing before it.
+func TestStartSpread(t *testing.T) {
+	snaps := []Snapshot{
+		{ID: "fe-01", StartTimes: []float64{1, 60.2, 90}},
+		{ID: "fe-02", StartTimes: []float64{2, 61.5}},
+		{ID: "fe-03", StartTimes: []float64{3}},
+		{ID: "fe-04", StartTimes: []float64{4, 60.9}},
+	}
+	spread, n := startSpread(snaps, 60)
+	require.Equal(t, 3, n)
+	require.InDelta(t, 1.3, spread, 1e-9)
 }

@@ -97,6 +97,20 @@ type Site interface {
 	Close() error
 }
 
+// Preparer is implemented by a site where creating a program's sandbox is
+// slow next to starting it (a container engine creates about one a
+// second): Prepare creates it, and many programs prepared ahead start
+// together.
+type Preparer interface {
+	Prepare(ctx context.Context, p Program) (Pending, error)
+}
+
+// Pending is a program created and not started.
+type Pending interface {
+	// Start starts it; it returns once it runs, like Site.Start.
+	Start(ctx context.Context) (Proc, error)
+}
+
 // SharedCPU is implemented by a site that can hold every program of the
 // variant with a CPU limit of its own to one budget together (local: the
 // run's cgroup), so a workload calibrated on a small machine competes for

@@ -26,6 +26,16 @@ import (
 // Start runs a program as a container on the variant's network: chaoslab's
 // own agent from the client image, or Command from Image.
 func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
+	pd, err := s.Prepare(ctx, prog)
+	if err != nil {
+		return nil, err
+	}
+	return pd.Start(ctx)
+}
+
+// Prepare creates a program's container without starting it: the engine
+// creates about one a second here, and starts many created ones together.
+func (s *Site) Prepare(ctx context.Context, prog lab.Program) (lab.Pending, error) {
 	img, cmd, err := s.image(prog)
 	if err != nil {
 		return nil, err
@@ -51,6 +61,7 @@ func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
 		testcontainers.WithLogConsumers(lines),
 		testcontainers.WithLogger(docker.SlogPrintf(s.log)),
 		testcontainers.WithHostConfigModifier(mem.hostConfig),
+		testcontainers.WithNoStart(),
 	}
 	if prog.Limits.Pids > 0 {
 		opts = append(opts, docker.WithPidsLimit(int64(prog.Limits.Pids)))
@@ -63,9 +74,30 @@ func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
 		if c != nil {
 			_ = c.Terminate(context.WithoutCancel(ctx))
 		}
-		return nil, fmt.Errorf("start container %s: %w", name, err)
+		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
-	p := &proc{c: &docker.Container{Container: c}, name: name, mem: mem, prog: prog, lines: lines, done: make(chan struct{}), started: time.Now()}
+	return &pending{s: s, c: c, name: name, mem: mem, prog: prog, lines: lines}, nil
+}
+
+// pending is a created container.
+type pending struct {
+	s     *Site
+	c     *testcontainers.DockerContainer
+	name  string
+	mem   *memPlan
+	prog  lab.Program
+	lines *lineSplitter
+}
+
+// Start starts the container and returns once it runs; a container that
+// does not start is removed.
+func (pd *pending) Start(ctx context.Context) (lab.Proc, error) {
+	s, c := pd.s, pd.c
+	if err := c.Start(ctx); err != nil {
+		_ = c.Terminate(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("start container %s: %w", pd.name, err)
+	}
+	p := &proc{c: &docker.Container{Container: c}, name: pd.name, mem: pd.mem, prog: pd.prog, lines: pd.lines, done: make(chan struct{}), started: time.Now()}
 	if err := p.locate(ctx, s.net.Name); err != nil {
 		_ = c.Terminate(context.WithoutCancel(ctx))
 		return nil, err
@@ -76,7 +108,7 @@ func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
 	onStart := s.onStart
 	s.mu.Unlock()
 	if onStart != nil {
-		onStart(prog, p)
+		onStart(pd.prog, p)
 	}
 	return p, nil
 }
