@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -135,18 +136,9 @@ func (kind) Groups() []string          { return ZoneNames }
 func (kind) Probe(g string) lab.Target { return &Zone{name: g} }
 func (kind) Noun() (string, string)    { return "storage node", "storage nodes" }
 
-// PreferPlacement: this first version runs on local processes.
+// PreferPlacement: local processes, where the replay was calibrated.
 func (kind) PreferPlacement() (string, string) {
-	return "local", "the storage nodes and the control plane run as local processes; their links go through the harness's in-process proxy on 127.0.0.1"
-}
-
-// Preflight: the proxy listens on the controller's loopback, which only
-// local processes reach.
-func (kind) Preflight(p lab.Placement, _ lab.Settings) error {
-	if p.Name() != "local" {
-		return fmt.Errorf("%s runs on the local placement only (its fault proxy is on the controller's 127.0.0.1), not %s", KindName, p.Name())
-	}
-	return nil
+	return "local", "the storage nodes and the control plane were calibrated as local processes; their links go through the harness's in-process proxy"
 }
 
 // runNode is `chaoslab agent ebs-node --config JSON`.
@@ -169,6 +161,17 @@ func runControl(ctx context.Context, config json.RawMessage, out io.Writer, log 
 	cfg.Logger = log
 	cfg.OnListen = func(addr string) { fmt.Fprintf(out, "{\"api\":%q}\n", addr) }
 	return ebscontrol.Run(ctx, cfg)
+}
+
+// listenedPort is the port of the address a program printed under key:
+// a program in a container prints its wildcard address, which the
+// harness reaches at the container's own.
+func listenedPort(line []byte, key string) string {
+	_, port, err := net.SplitHostPort(listenedAt(line, key))
+	if err != nil {
+		return ""
+	}
+	return port
 }
 
 // listenedAt reads the address a program prints once it listens.

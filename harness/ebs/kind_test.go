@@ -92,8 +92,10 @@ func TestZoneLinksDegradeAndRestore(t *testing.T) {
 	}()
 	l := NewLinks()
 	defer l.Close()
-	addr, err := l.Add("zone-a", "a1", ln.Addr().String())
+	// A node in a container: its proxy exists before its address is known.
+	addr, err := l.Add("zone-a", "a1", "127.0.0.1", "127.0.0.1:1")
 	require.NoError(t, err)
+	require.NoError(t, l.SetUpstream("a1", ln.Addr().String()))
 	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer c.Close()

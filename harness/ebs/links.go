@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"syscall"
 
@@ -41,10 +42,10 @@ func NewLinks() *Links {
 	return &Links{srv: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), proxies: map[string][]*toxiproxy.Proxy{}}
 }
 
-// Add puts a proxy in front of a node's mirror port and returns where
-// it listens.
-func (l *Links) Add(zone, node, upstream string) (string, error) {
-	p := toxiproxy.NewProxy(l.srv, node, "127.0.0.1:0", upstream)
+// Add puts a proxy on host (where the nodes reach the controller) in
+// front of a node's mirror port and returns where it listens.
+func (l *Links) Add(zone, node, host, upstream string) (string, error) {
+	p := toxiproxy.NewProxy(l.srv, node, net.JoinHostPort(host, "0"), upstream)
 	if err := l.srv.Collection.Add(p, true); err != nil {
 		return "", fmt.Errorf("add proxy: %w", err)
 	}
@@ -52,6 +53,25 @@ func (l *Links) Add(zone, node, upstream string) (string, error) {
 	defer l.mu.Unlock()
 	l.proxies[zone] = append(l.proxies[zone], p)
 	return p.Listen, nil
+}
+
+// SetUpstream points a node's proxy at where the node listens, once it
+// runs (a container's address is known only then); the proxy keeps its
+// address.
+func (l *Links) SetUpstream(node, upstream string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ps := range l.proxies {
+		for _, p := range ps {
+			if p.Name != node || p.Upstream == upstream {
+				continue
+			}
+			if err := p.Update(&toxiproxy.Proxy{Name: p.Name, Listen: p.Listen, Upstream: upstream, Enabled: true}); err != nil {
+				return fmt.Errorf("set upstream of %s: %w", node, err)
+			}
+		}
+	}
+	return nil
 }
 
 // toxic is one toxic as toxiproxy's API takes it.

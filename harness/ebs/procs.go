@@ -17,15 +17,22 @@ import (
 )
 
 // startLinks picks each node's mirror port and puts a proxy in front of it.
-func (w *workload) startLinks() error {
+// The proxies listen where the nodes reach the controller (127.0.0.1, a
+// container network's gateway); a proxy's upstream is its node's address
+// once the node runs.
+func (w *workload) startLinks(ctx context.Context) error {
 	ports, err := freeport.Loopback(len(w.nodes))
 	if err != nil {
 		return fmt.Errorf("pick ports: %w", err)
 	}
+	host, err := lab.ControllerHost(ctx, w.env.Site)
+	if err != nil {
+		return fmt.Errorf("start links: %w", err)
+	}
 	w.links = NewLinks()
 	for i, n := range w.nodes {
 		n.mirrorPort = ports[i]
-		addr, err := w.links.Add(n.zone, n.id, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.mirrorPort)))
+		addr, err := w.links.Add(n.zone, n.id, host, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.mirrorPort)))
 		if err != nil {
 			return err
 		}
@@ -64,9 +71,9 @@ func (w *workload) startControl(ctx context.Context) error {
 	cfg := ebscontrol.Config{Service: w.s.Service, Etcd: w.cluster.Endpoints(lab.FromSite), Prefix: w.prefix, Zones: zones, Listen: host}
 	p, err := w.env.Site.Start(ctx, lab.Program{Name: "ebs-control", Alias: "ebs-control", Role: "control-plane", Agent: ControlAgent, Config: cfg, Stderr: logf,
 		Stdout: func(line []byte) {
-			if a := listenedAt(line, "api"); a != "" {
+			if port := listenedPort(line, "api"); port != "" {
 				w.apiMu.Lock()
-				w.api = a
+				w.api = port
 				w.apiMu.Unlock()
 			}
 		}})
@@ -74,7 +81,9 @@ func (w *workload) startControl(ctx context.Context) error {
 		logf.Close()
 		return fmt.Errorf("start control plane: %w", err)
 	}
+	w.apiMu.Lock()
 	w.control = p
+	w.apiMu.Unlock()
 	w.watch(ctx, p, "ebs-control", logf)
 	for deadline := time.Now().Add(20 * time.Second); w.apiAddr() == ""; {
 		if time.Now().After(deadline) {
@@ -87,10 +96,15 @@ func (w *workload) startControl(ctx context.Context) error {
 	return nil
 }
 
+// apiAddr is where the harness and the nodes reach the control plane
+// ("" until it listens).
 func (w *workload) apiAddr() string {
 	w.apiMu.Lock()
 	defer w.apiMu.Unlock()
-	return w.api
+	if w.api == "" || w.control == nil {
+		return ""
+	}
+	return net.JoinHostPort(w.control.Host(), w.api)
 }
 
 // startNode starts one storage node.
@@ -111,9 +125,9 @@ func (w *workload) startNode(ctx context.Context, n *node) error {
 		Peers: peers, Volumes: n.vols, Seed: w.env.Seed*1000 + uint64(len(n.vols))*uint64(n.mirrorPort)}
 	p, err := w.env.Site.Start(ctx, lab.Program{Name: "ebs-node-" + n.id, Alias: n.id, Role: "storage-node", Agent: NodeAgent, Config: cfg, Stderr: logf,
 		Stdout: func(line []byte) {
-			if a := listenedAt(line, "status"); a != "" {
+			if port := listenedPort(line, "status"); port != "" {
 				n.mu.Lock()
-				n.status = a
+				n.status = port
 				n.mu.Unlock()
 			}
 		}})
@@ -124,6 +138,9 @@ func (w *workload) startNode(ctx context.Context, n *node) error {
 	n.mu.Lock()
 	n.proc = p
 	n.mu.Unlock()
+	if err := w.links.SetUpstream(n.id, net.JoinHostPort(p.Host(), strconv.Itoa(n.mirrorPort))); err != nil {
+		return err
+	}
 	w.watch(ctx, p, n.id, logf)
 	w.env.Record("node-start", n.id, fmt.Sprintf("started in %s (%s), %d volumes", n.zone, p.Desc(), len(n.vols)))
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,13 +28,18 @@ type node struct {
 
 	mu     sync.Mutex
 	proc   lab.Proc
-	status string
+	status string // the port of its status API
 }
 
+// statusAddr is where the harness reaches the node's status API ("" until
+// it listens): its port at the program's host.
 func (n *node) statusAddr() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.status
+	if n.status == "" || n.proc == nil {
+		return ""
+	}
+	return net.JoinHostPort(n.proc.Host(), n.status)
 }
 
 // workload is one variant's cluster, control plane, links and load.
@@ -107,7 +113,7 @@ func (w *workload) Seed(ctx context.Context) error {
 // the create-volume load.
 func (w *workload) Start(ctx context.Context) error {
 	ctx, w.stop = context.WithCancel(ctx)
-	if err := w.startLinks(); err != nil {
+	if err := w.startLinks(ctx); err != nil {
 		return err
 	}
 	if err := w.startControl(ctx); err != nil {

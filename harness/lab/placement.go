@@ -111,6 +111,22 @@ type Pending interface {
 	Start(ctx context.Context) (Proc, error)
 }
 
+// Controller is implemented by a site whose programs reach the
+// controller (an in-process proxy of the harness) at another address than
+// 127.0.0.1: a container reaches the machine at its network's gateway.
+type Controller interface {
+	ControllerHost(ctx context.Context) (string, error)
+}
+
+// ControllerHost is where programs started on site reach a listener of
+// the controller: 127.0.0.1 unless the site says otherwise.
+func ControllerHost(ctx context.Context, site Site) (string, error) {
+	if c, ok := site.(Controller); ok {
+		return c.ControllerHost(ctx)
+	}
+	return "127.0.0.1", nil
+}
+
 // SharedCPU is implemented by a site that can hold every program of the
 // variant with a CPU limit of its own to one budget together (local: the
 // run's cgroup), so a workload calibrated on a small machine competes for
