@@ -509,7 +509,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "window: 8", "windw: 8"),
 		at:    "windw:",
 		field: "variants.mitigated.workload.windw",
-		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
+		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, reconnect_jitter, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
 	}, {
 		name:  "variant workload with a wrong kind",
 		text:  edit(t, small, "window: 8", "window: eight"),
@@ -580,7 +580,7 @@ func TestParseErrorText(t *testing.T) {
 	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: `+targets)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
-	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, reconnect_jitter, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
 
 	// Reported once, by the walk, not again when the override is applied.
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))

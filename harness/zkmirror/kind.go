@@ -253,9 +253,16 @@ func (s *Settings) Facts() []lab.Fact {
 	return []lab.Fact{
 		{Name: "Kind", Value: KindName}, {Name: "Strategy", Value: strategy}, {Name: "Window", Value: window},
 		{Name: "Clients", Value: strconv.Itoa(s.Clients)}, {Name: "Tree nodes", Value: tree}, {Name: "Memory limit", Value: mem},
-		{Name: "Session timeout", Value: s.SessionTimeout.String()}, {Name: "Restart on exit", Value: restart},
+		{Name: "Session timeout", Value: s.SessionTimeout.String()}, {Name: "Reconnect", Value: reconnect(s.ReconnectJitter)}, {Name: "Restart on exit", Value: restart},
 		{Name: "Writer", Value: fmt.Sprintf("%g writes/s to %g%% of the leaves", s.Writer.RatePerSec, s.Writer.Share*100)},
 	}
+}
+
+func reconnect(jitter lab.Duration) string {
+	if jitter <= 0 {
+		return "at once"
+	}
+	return "after a random wait up to " + jitter.String()
 }
 
 // kind is zk-tree-mirror.

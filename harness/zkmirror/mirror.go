@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path"
 	"strconv"
@@ -65,6 +66,11 @@ type Client struct {
 	SessionTimeout lab.Duration `yaml:"session_timeout" json:"session_timeout"`
 	// ReportInterval is how often each client reports its figures.
 	ReportInterval lab.Duration `yaml:"report_interval" json:"report_interval"`
+	// ReconnectJitter delays each connection attempt after the first by a
+	// random wait up to it, so that clients that lost their server
+	// together do not come back together (0: at once, as the incidents'
+	// clients did).
+	ReconnectJitter lab.Duration `yaml:"reconnect_jitter" json:"reconnect_jitter"`
 }
 
 // Bounds of a client's settings.
@@ -87,6 +93,8 @@ func (c Client) Check() []lab.Problem {
 	ps.Msg("retry_base", lab.CheckDuration(c.RetryBase, time.Millisecond, "the least back-off that is not a busy loop"))
 	ps.Msg("session_timeout", lab.CheckDuration(c.SessionTimeout, time.Second, "the least session timeout ZooKeeper's clients ask for"))
 	ps.Msg("report_interval", lab.CheckDuration(c.ReportInterval, 100*time.Millisecond, "more samples than 10 a second per client flood the controller"))
+	ps.Need(c.ReconnectJitter >= 0, "reconnect_jitter", "want >= 0, got %s", c.ReconnectJitter)
+	ps.Need(c.ReconnectJitter.D() < c.SessionTimeout.D(), "reconnect_jitter", "%s is not shorter than session_timeout (%s): a client waiting that long to reconnect loses its session", c.ReconnectJitter, c.SessionTimeout)
 	return ps
 }
 
@@ -187,6 +195,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	m.state.Store("connecting")
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout.D(),
 		zk.WithLogger(zkLogger{cfg.Logger}),
+		zk.WithDialer(m.dialer()),
 		zk.WithEventCallback(func(ev zk.Event) {
 			select {
 			case m.events <- ev:
@@ -214,6 +223,24 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 			return nil
 		case <-tick.C:
 		}
+	}
+}
+
+// dialer connects at once the first time and, with a reconnect jitter,
+// after a random wait every later time (go-zookeeper dials from one
+// goroutine).
+func (m *Mirror) dialer() zk.Dialer {
+	j := m.cfg.ReconnectJitter.D()
+	r := rand.New(rand.NewPCG(m.cfg.Seed, 0x7177e2))
+	first := true
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		if !first && j > 0 {
+			if !lab.Sleep(m.ctx, time.Duration(r.Int64N(int64(j)))) {
+				return nil, m.ctx.Err()
+			}
+		}
+		first = false
+		return net.DialTimeout(network, addr, timeout)
 	}
 }
 
