@@ -21,6 +21,8 @@ command -v nc >/dev/null || need+=(netcat-openbsd)
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
 # The game-day dashboard's end-to-end test drives it in headless Chromium.
 command -v chromium >/dev/null || need+=(chromium)
+# Its Prometheus test scrapes a live run's /metrics with Debian's prometheus.
+command -v prometheus >/dev/null || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
@@ -35,6 +37,11 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # The tests start their own Prometheus on a free loopback port; the
+  # package's service (on every address, port 9090) is not wanted.
+  if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 fi
 # A fleet of containers on one bridge (IL-0384 on the docker backend) needs
 # a neighbour (ARP) table larger than the kernel's default 1024 entries,

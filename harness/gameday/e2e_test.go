@@ -26,6 +26,13 @@ import (
 // il0587Gameday is IL-0587's vulnerable variant at a game day's size: 6
 // clients, a small tree, short windows.
 func il0587Gameday(t *testing.T) *scenarios.Scenario {
+	s, err := scenarios.Parse("gameday.yaml", []byte(il0587GamedayYAML(t)))
+	require.NoError(t, err)
+	return s
+}
+
+// il0587GamedayYAML is il0587Gameday's scenario file.
+func il0587GamedayYAML(t *testing.T) string {
 	text, err := scenarios.ReadBuiltin("il-0587-zk-treecache-reconnect-storm.yaml")
 	require.NoError(t, err)
 	y := string(text)
@@ -37,9 +44,7 @@ func il0587Gameday(t *testing.T) *scenarios.Scenario {
 		require.Contains(t, y, e[0])
 		y = strings.Replace(y, e[0], e[1], 1)
 	}
-	s, err := scenarios.Parse("gameday.yaml", []byte(y))
-	require.NoError(t, err)
-	return s
+	return y
 }
 
 // artifacts is where the test's screenshots go: CHAOSLAB_ARTIFACTS, or
