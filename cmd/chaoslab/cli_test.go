@@ -232,6 +232,8 @@ func TestExitStatus(t *testing.T) {
 		{"run", s.ID, "--variant", "no-such-variant"},
 		{"run", s.ID, "--placement", "moon"},
 		{"run", s.ID, "-o", "xml"},
+		{"run", s.ID, "--metrics-addr", "0.0.0.0:9477"},
+		{"run", s.ID, "--metrics-addr", "127.0.0.1"},
 		{"bench", s.ID, "--placement", "moon"},
 		{"report", filepath.Join(t.TempDir(), "missing")},
 		{"sim", "no-such-model"},
