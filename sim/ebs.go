@@ -47,6 +47,10 @@ type EBS struct {
 	Nodes   int // storage nodes in the zone
 	Slots   int // replica slots per node
 	Volumes int // volumes (two replicas each)
+	// Ring places the replicas as the harness does: node k holds the
+	// primaries of Volumes/Nodes volumes, mirrored on node k+1; otherwise
+	// the replicas are spread at random, two nodes a volume.
+	Ring bool
 
 	Intensity   float64 // share of the zone's nodes cut off
 	CutDuration float64 // s the cut lasts
@@ -64,11 +68,23 @@ type EBS struct {
 	CreateRate    float64 // create-volume calls/s from zone 0
 	CreateTimeout float64 // s a create-volume call holds a thread when the cluster is full
 	CreateMinFree float64 // free share under which the cluster cannot create volumes
+	CreateNodes   int     // if > 0: a volume is created with a free slot on this many nodes (replaces CreateMinFree)
 	NegotiatePer  float64 // s of thread per volume in a negotiation call
 	// ReclaimMean: mean s before a stale replica's slot is freed, which
 	// takes one control-plane call (retried after as long again if it
-	// fails or the cluster is cut off from the control plane).
+	// fails or the cluster is cut off from the control plane); 0: never.
 	ReclaimMean float64
+	// QueueWait: s a call waits in line (FIFO, per pool: the region's, or
+	// each zone's when ZoneCap is set) for a thread before it fails; 0: a
+	// call that finds no thread fails at once (the incident scale).
+	QueueWait float64
+	// SLO: an other zone's call succeeds when it is answered within this
+	// many s of its arrival (waiting and service); 0: when it gets a thread.
+	SLO float64
+	// SpaceWait: s a search call holds its thread waiting for space when
+	// it finds none (the harness's control plane polls until its request
+	// timeout); 0: the call holds NegotiatePer a volume, space or not.
+	SpaceWait float64
 
 	// The operators' actions (s after the change; <= 0: not taken).
 	Operators     bool
@@ -174,6 +190,11 @@ type EBSResult struct {
 	// other zones' calls failing (NaN if none); APIDegraded: total s.
 	APIDegradedFrom, APIDegradedTo, APIDegraded float64
 	NodesCrashed                                int
+	// OtherCalls and OtherOK: the other zones' calls from the change to
+	// the horizon, and those answered (within SLO when it is set).
+	OtherCalls, OtherOK int
+	// StuckEnd: mean stuck share over the last EndWindow s of the run.
+	StuckEnd float64
 	// StuckByRace: volumes that needed re-mirroring because a node they
 	// were on crashed (the write-up's "additional 5%" when over Volumes).
 	StuckByRace int
@@ -231,6 +252,7 @@ type ebsRun struct {
 	createOff  bool
 	cpCut      bool
 	contained  bool
+	queues     [][]ebsReq // calls waiting for a thread, per pool (QueueWait)
 	res        EBSResult
 	lastAPI    float64
 }
@@ -270,16 +292,21 @@ func (e *ebsRun) cpCall(s *Sim, zone int, hold float64) bool {
 
 type ebsCPDone struct{ e *ebsRun }
 
-func (h ebsCPDone) Handle(_ *Sim, zone int64) { h.e.busy--; h.e.zbusy[zone]-- }
+func (h ebsCPDone) Handle(s *Sim, zone int64) {
+	h.e.busy--
+	h.e.zbusy[zone]--
+	h.e.serveQueue(s, int(zone))
+}
 
 // ebsOther: a call from another zone (arg).
 type ebsOther struct{ e *ebsRun }
 
 func (h ebsOther) Handle(s *Sim, zone int64) {
 	e := h.e
-	e.otherCalls++
-	if !e.cpCall(s, int(zone), e.m.ServiceTime) {
-		e.otherFails++
+	if e.m.QueueWait > 0 {
+		e.ask(s, ebsReq{at: s.Now(), kind: reqOther, zone: int8(zone)})
+	} else {
+		e.answered(e.cpCall(s, int(zone), e.m.ServiceTime))
 	}
 	s.Schedule(s.Exp(1/e.m.OtherRate), h, zone)
 }
@@ -289,12 +316,12 @@ type ebsCreate struct{ e *ebsRun }
 
 func (h ebsCreate) Handle(s *Sim, _ int64) {
 	e := h.e
-	if !e.createOff {
-		hold := e.m.ServiceTime
-		if e.slots == 0 || float64(e.free)/float64(e.slots) < e.m.CreateMinFree {
-			hold = e.m.CreateTimeout
-		}
-		e.cpCall(s, 0, hold)
+	switch {
+	case e.createOff:
+	case e.m.QueueWait > 0:
+		e.ask(s, ebsReq{at: s.Now(), kind: reqCreate})
+	default:
+		e.cpCall(s, 0, e.createHold(0))
 	}
 	s.Schedule(s.Exp(1/e.m.CreateRate), h, 0)
 }
@@ -356,13 +383,7 @@ func (h ebsRound) Handle(s *Sim, arg int64) {
 		e.schedRound(s, i, e.cutEnd-s.Now())
 		return
 	}
-	p := n.pending[:0]
-	for _, v := range n.pending {
-		if vol := &e.vols[v]; vol.state == evPending && vol.r[0] == int32(i) {
-			p = append(p, v)
-		}
-	}
-	n.pending = p
+	p := e.current(i)
 	if len(p) == 0 {
 		n.attempt = 0
 		return
@@ -377,28 +398,62 @@ func (h ebsRound) Handle(s *Sim, arg int64) {
 		e.schedRound(s, i, d)
 		return
 	}
+	if open && e.m.QueueWait > 0 {
+		n.scheduled = true // until the call is answered
+		e.ask(s, ebsReq{at: s.Now(), kind: reqRound, arg: int32(i)})
+		return
+	}
 	placed := 0
 	if open && e.cpCall(s, 0, e.m.NegotiatePer*float64(len(p))) {
-		for _, v := range p {
-			j := e.pick(s, i, int(e.vols[v].r[1]))
-			if j < 0 {
-				break
-			}
-			vol := &e.vols[v]
-			stale := vol.r[1]
-			vol.r[1] = int32(j)
-			vol.state = evOK
-			e.pending--
-			e.addFree(j, -1)
-			e.nodes[j].vols = append(e.nodes[j].vols, int32(v))
-			placed++
-			if stale >= 0 && e.nodes[stale].alive {
-				s.Schedule(s.Exp(e.m.ReclaimMean), ebsReclaim{e}, int64(stale))
-			}
+		placed = e.place(s, i, len(p))
+	}
+	e.settle(s, i, placed, 0)
+}
+
+// current drops from node i's pending the volumes it no longer searches for.
+func (e *ebsRun) current(i int) []int32 {
+	n := &e.nodes[i]
+	p := n.pending[:0]
+	for _, v := range n.pending {
+		if vol := &e.vols[v]; vol.state == evPending && vol.r[0] == int32(i) {
+			p = append(p, v)
 		}
 	}
-	n.pending = p[placed:]
-	failed := len(p) - placed
+	n.pending = p
+	return p
+}
+
+// place gives node i's pending volumes free slots while there are any;
+// at most most of them; it returns how many it placed (the first ones of
+// n.pending).
+func (e *ebsRun) place(s *Sim, i, most int) int {
+	placed := 0
+	for _, v := range e.nodes[i].pending[:min(most, len(e.nodes[i].pending))] {
+		j := e.pick(s, i, int(e.vols[v].r[1]))
+		if j < 0 {
+			break
+		}
+		vol := &e.vols[v]
+		stale := vol.r[1]
+		vol.r[1] = int32(j)
+		vol.state = evOK
+		e.pending--
+		e.addFree(j, -1)
+		e.nodes[j].vols = append(e.nodes[j].vols, int32(v))
+		placed++
+		if stale >= 0 && e.nodes[stale].alive && e.m.ReclaimMean > 0 {
+			s.Schedule(s.Exp(e.m.ReclaimMean), ebsReclaim{e}, int64(stale))
+		}
+	}
+	return placed
+}
+
+// settle ends node i's round that placed its first placed volumes: the
+// rest wait for the next round, after the back-off from wait s on.
+func (e *ebsRun) settle(s *Sim, i, placed int, wait float64) {
+	n := &e.nodes[i]
+	n.pending = n.pending[placed:]
+	failed := len(n.pending)
 	if failed == 0 {
 		n.attempt = 0
 		return
@@ -408,11 +463,14 @@ func (h ebsRound) Handle(s *Sim, arg int64) {
 		return
 	}
 	n.attempt++
-	e.schedRound(s, i, math.Max(e.m.Retry.Delay(s, int(n.attempt)), 0.001))
+	e.schedRound(s, i, wait+math.Max(e.m.Retry.Delay(s, int(n.attempt)), 0.001))
 }
 
 // pick draws a live, reachable node with a free slot other than i and not.
 func (e *ebsRun) pick(s *Sim, i, not int) int {
+	if e.m.SpaceWait > 0 {
+		return e.most(i, not)
+	}
 	for range 8 {
 		if len(e.freeList) == 0 {
 			return -1
@@ -423,6 +481,22 @@ func (e *ebsRun) pick(s *Sim, i, not int) int {
 		}
 	}
 	return -1
+}
+
+// most is the harness control plane's choice: the reachable node with the
+// most free slots other than i and not (ties: the lowest index).
+func (e *ebsRun) most(i, not int) int {
+	best := -1
+	for _, j := range e.freeList {
+		k := int(j)
+		if k == i || k == not || (e.cut && e.nodes[k].iso) {
+			continue
+		}
+		if best < 0 || e.nodes[k].free > e.nodes[best].free || (e.nodes[k].free == e.nodes[best].free && k < best) {
+			best = k
+		}
+	}
+	return best
 }
 
 func (e *ebsRun) crash(s *Sim, i int) {
@@ -556,21 +630,30 @@ func (h ebsSample) Handle(s *Sim, _ int64) {
 func (m EBS) Run() EBSResult {
 	s := New(m.Seed)
 	total := m.Nodes + max(m.AddNodes, 0)
-	e := &ebsRun{m: m, vols: make([]ebsVol, m.Volumes), nodes: make([]ebsNode, total), zbusy: make([]int, max(m.Zones, 1))}
+	e := &ebsRun{m: m, vols: make([]ebsVol, m.Volumes), nodes: make([]ebsNode, total), zbusy: make([]int, max(m.Zones, 1)),
+		queues: make([][]ebsReq, max(m.Zones, 1))}
 	nan := math.NaN()
 	e.res = EBSResult{StuckAtContain: nan, APIDegradedFrom: nan, APIDegradedTo: nan,
 		CutEnd: m.CutDuration, Quick: m.Quick, Bound: m.StuckBound}
 	// Placement: 2·Volumes replicas spread evenly over the nodes, shuffled
 	// and paired; a pair on one node swaps with another replica.
 	reps := make([]int32, 2*m.Volumes)
-	for k := range reps {
-		reps[k] = int32(k % m.Nodes)
-	}
-	s.R.Shuffle(len(reps), func(a, b int) { reps[a], reps[b] = reps[b], reps[a] })
-	for v := 0; v < m.Volumes; v++ {
-		for reps[2*v] == reps[2*v+1] {
-			k := s.R.IntN(len(reps))
-			reps[2*v+1], reps[k] = reps[k], reps[2*v+1]
+	if m.Ring {
+		per := max(m.Volumes/m.Nodes, 1)
+		for v := 0; v < m.Volumes; v++ {
+			k := (v / per) % m.Nodes
+			reps[2*v], reps[2*v+1] = int32(k), int32((k+1)%m.Nodes)
+		}
+	} else {
+		for k := range reps {
+			reps[k] = int32(k % m.Nodes)
+		}
+		s.R.Shuffle(len(reps), func(a, b int) { reps[a], reps[b] = reps[b], reps[a] })
+		for v := 0; v < m.Volumes; v++ {
+			for reps[2*v] == reps[2*v+1] {
+				k := s.R.IntN(len(reps))
+				reps[2*v+1], reps[k] = reps[k], reps[2*v+1]
+			}
 		}
 	}
 	for i := range e.nodes {
@@ -643,8 +726,30 @@ func (m EBS) Run() EBSResult {
 		e.res.Recovered = math.Inf(1)
 	}
 	e.res.NodesCrashed = e.crashed
+	e.res.StuckEnd = stuckEnd(e.res, m.Horizon)
 	e.res.Events = s.Events()
 	return e.res
+}
+
+// EBSEndWindow is the end of a run whose stuck share is averaged into
+// EBSResult.StuckEnd: the last 5 s, as the harness's ebs.stuck_share.end.
+const EBSEndWindow = 5.0
+
+func stuckEnd(r EBSResult, horizon float64) float64 {
+	sum, n := 0.0, 0
+	for i, t := range r.T {
+		if t >= horizon-EBSEndWindow {
+			sum += r.Stuck[i]
+			n++
+		}
+	}
+	if n == 0 {
+		if len(r.Stuck) == 0 {
+			return math.NaN()
+		}
+		return r.Stuck[len(r.Stuck)-1]
+	}
+	return sum / float64(n)
 }
 
 // Summary summarises an EBS run: Recovered when the stuck share is back
@@ -674,9 +779,13 @@ func (r EBSResult) Summary() Result {
 			"ebs.stuck_by_race":              float64(r.StuckByRace),
 			"ebs.volumes_lost_at_end":        float64(r.Lost),
 			"ebs.recovered_s":                r.Recovered,
+			"ebs.stuck_share.end":            r.StuckEnd,
 			"sim.events":                     float64(r.Events),
 		},
 		Events: r.Events,
+	}
+	if r.OtherCalls > 0 {
+		out.Metrics["ebs.create_success.other_zones"] = float64(r.OtherOK) / float64(r.OtherCalls)
 	}
 	switch {
 	case r.Recovered <= r.CutEnd+r.Quick:

@@ -30,8 +30,8 @@ func TestSimCommand(t *testing.T) {
 
 	_, err = run("no-such-incident")
 	require.ErrorContains(t, err, `find model "no-such-incident"`)
-	_, err = run("ebs", "--scale", "harness")
-	require.ErrorContains(t, err, `scale "harness"`)
+	_, err = run("ebs", "--scale", "fleet")
+	require.ErrorContains(t, err, `scale "fleet"`)
 
 	dir := t.TempDir()
 	out, err = run("aws-ebs-2011", "--out", dir, "--seed", "2")

@@ -15,15 +15,22 @@ const ebsResponders = "the operators' actions in the write-up's order (create-vo
 
 func init() {
 	register(&Case{
-		ID:      "aws-ebs-2011",
-		Aliases: []string{"ebs"},
-		Model:   "sim/ebs.go",
-		Title:   "EBS re-mirroring storm in one zone takes the regional control plane down with it",
-		Scales:  []string{ScaleIncident},
-		Responders: func(string) string {
+		ID:       "aws-ebs-2011",
+		Aliases:  []string{"ebs"},
+		Scenario: ebsScenario,
+		Model:    "sim/ebs.go",
+		Title:    "EBS re-mirroring storm in one zone takes the regional control plane down with it",
+		Scales:   []string{ScaleIncident, ScaleHarness},
+		Responders: func(scale string) string {
+			if scale == ScaleHarness {
+				return ""
+			}
 			return ebsResponders
 		},
 		Variants: func(o Options) ([]Variant, error) {
+			if o.Scale == ScaleHarness {
+				return ebsHarnessVariants(o)
+			}
 			inc, mit := sim.IncidentEBS(), sim.MitigatedEBS()
 			inc.Seed, mit.Seed = o.Seed, o.Seed
 			mk := func(name, desc string, m sim.EBS) Variant {
@@ -36,7 +43,10 @@ func init() {
 				mk("mitigated", "The action items: 15% spare, exponential back-off with jitter, the race fixed, short timeouts, each zone capped at its share of the regional pool; the same operators.", mit),
 			}, nil
 		},
-		Hypotheses: func(string) []scenarios.Hypothesis {
+		Hypotheses: func(scale string) []scenarios.Hypothesis {
+			if s := atHarness(scale, ebsScenario); s != nil {
+				return s.Hypotheses
+			}
 			return []scenarios.Hypothesis{
 				{ID: "few-volumes-stuck", Description: "At most 3% of the zone's volumes are ever stuck.", Metric: "ebs.stuck_share.peak", Op: "<=", Threshold: 0.03},
 				{ID: "other-zones-unaffected", Description: "No more than 1% of the other zones' control-plane calls fail in any sample.", Metric: "region.api_error_share.peak", Op: "<=", Threshold: 0.01},
@@ -44,7 +54,10 @@ func init() {
 			}
 		},
 		Expect: map[string]verdict.Verdict{"vulnerable": verdict.Violated, "mitigated": verdict.Held},
-		Comparisons: func(string) []scenarios.Comparison {
+		Comparisons: func(scale string) []scenarios.Comparison {
+			if s := atHarness(scale, ebsScenario); s != nil {
+				return s.Comparisons
+			}
 			return []scenarios.Comparison{{
 				ID: "stuck-4x", Description: "The zone as it was gets at least 4 times the peak share of stuck volumes of the mitigated zone.",
 				Metric: "ebs.stuck_share.peak", Numerator: "vulnerable", Denominator: "mitigated", Op: ">=", Threshold: 4,
@@ -79,6 +92,9 @@ func ebsParams(m sim.EBS) []reports.Parameter {
 }
 
 func ebsIncident(res map[string]sim.Result) []reports.IncidentRow {
+	if rows, ok := againstHarness(res, ebsCompared, sim.EBSHarnessAgree); ok {
+		return rows
+	}
 	r, ok := res["vulnerable"]
 	if !ok {
 		return nil
@@ -120,4 +136,58 @@ func ebsSweeps(o Options) []Sweep {
 			return base.WithTrigger(x, y).Run().Summary()
 		},
 	}}
+}
+
+// ebsScenario is the harness scenario the EBS model is calibrated by.
+const ebsScenario = "aws-ebs-2011-remirror-storm"
+
+// EBSReferenceReport is the harness run the EBS model is checked against
+// by default at the harness's scale (local processes, seed 1; only the
+// series the calibration reads and the charts need kept).
+const EBSReferenceReport = "sim/testdata/aws-ebs-2011-report.json"
+
+// ebsCompared are the figures compared with the harness run: the
+// scenario's two hypotheses.
+var ebsCompared = []string{"ebs.stuck_share.end", "ebs.create_success.other_zones"}
+
+// ebsHarnessVariants calibrates each variant from the harness report
+// (sim.EBSFromReport) and puts the harness's figures next to the model's.
+func ebsHarnessVariants(o Options) ([]Variant, error) {
+	r, err := calibration(o.Calibrate, EBSReferenceReport, ebsScenario)
+	if err != nil {
+		return nil, err
+	}
+	var out []Variant
+	for _, v := range r.Variants {
+		m, err := sim.EBSFromReport(r, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		m.Seed = o.Seed
+		hv := v
+		out = append(out, Variant{
+			Name: v.Name, Description: v.Description + " Calibrated from harness run " + r.RunID + ".",
+			Parameters: ebsHarnessParams(m),
+			Responders: "none: the harness scenario has no operator, so the comparison is of the untreated system",
+			Faults: []reports.FaultWindow{{Fault: "degrade-links", Target: "zone-a", Member: "every node of the zone", Start: 0, End: m.CutDuration,
+				Detail: "the zone's mirror links degraded: every mirror misses its ack"}},
+			Run: func() sim.Result { return withHarness(m.Run().Summary(), hv, ebsCompared) },
+		})
+	}
+	return out, nil
+}
+
+func ebsHarnessParams(m sim.EBS) []reports.Parameter {
+	pool := fmt.Sprintf("one pool of %d workers for %d zones", m.Threads, m.Zones)
+	if m.ZoneCap > 0 {
+		pool = fmt.Sprintf("%d workers per zone, %d zones", m.ZoneCap, m.Zones)
+	}
+	return []reports.Parameter{
+		{Name: "Zone", Value: fmt.Sprintf("%d nodes × %d replica slots, %d volumes mirrored on the next node (%d spare slots)", m.Nodes, m.Slots, m.Volumes, m.Nodes*m.Slots-2*m.Volumes)},
+		{Name: "Trigger", Value: fmt.Sprintf("every node cut off from its peers for %.0f s; a volume notices within %.2f s on average", m.CutDuration, m.NoticeMean)},
+		{Name: "Re-mirroring search", Value: fmt.Sprintf("back-off %.3g s ×%g up to %.3g s, ±%.0f%% jitter; a call without space waits %.1f s for it", m.Retry.Base, m.Retry.Factor, m.Retry.Max, 100*m.Retry.Jitter, m.SpaceWait)},
+		{Name: "Control plane", Value: fmt.Sprintf("%s, first come first served, a call waits %.1f s at most; %.3f s a call (measured); create-volume %.0f/s per zone, success within %.0f s", pool, m.QueueWait, m.ServiceTime, m.CreateRate, m.SLO)},
+		{Name: "Horizon", Value: fmt.Sprintf("%.0f s from the fault", m.Horizon)},
+		{Name: "Seed", Value: fmt.Sprint(m.Seed)},
+	}
 }
