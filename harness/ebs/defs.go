@@ -33,3 +33,6 @@ func (kind) Metrics() []lab.MetricDef {
 		m("ebs.create_p99_ms.other_zones", "ms", "99th percentile of create-volume latency in the zones not degraded, from the fault to the end of the run"),
 	}
 }
+
+// Images: the nodes and the control plane are chaoslab's own agents.
+func (s *Settings) Images() []lab.ImageNeed { return []lab.ImageNeed{{Name: lab.AgentImage}} }

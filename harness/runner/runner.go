@@ -162,7 +162,7 @@ func (p *plan) execute(ctx context.Context, r *reports.Report, o Options, dir st
 		r.Versions[k] = v
 	}
 	if w := p.plc.Why(); w != "" {
-		r.BackendWhy = strings.TrimSpace(r.BackendWhy + "; " + w)
+		r.BackendWhy = strings.TrimPrefix(r.BackendWhy+"; "+w, "; ")
 	}
 	r.EndedAt = time.Now()
 	if _, _, err := r.Recheck(nil); err != nil {
