@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/runner"
 	"github.com/chaoslab/chaoslab/reports"
@@ -25,18 +26,39 @@ import (
 // stable, so it runs only with CHAOSLAB_FULL=1 (scripts/verify.sh replays
 // the scenario).
 func TestIntegration_ReplayAWSEBS2011(t *testing.T) {
+	replayAWSEBS2011(t, "local")
+}
+
+// TestIntegration_ReplayAWSEBS2011Docker is the same replay with etcd,
+// the control plane and the storage nodes in containers, their links
+// through the harness's proxy on the lab network's gateway.
+func TestIntegration_ReplayAWSEBS2011Docker(t *testing.T) {
+	replayAWSEBS2011(t, "docker")
+}
+
+func replayAWSEBS2011(t *testing.T, placement string) {
 	if os.Getenv("CHAOSLAB_FULL") != "1" {
 		t.Skip("AWS-EBS-2011 replay: set CHAOSLAB_FULL=1 (scripts/verify.sh replays it at full size)")
 	}
 	if testing.Short() {
-		t.Skip("integration test: starts a real etcd cluster and 13 processes (skipped with -short)")
+		t.Skip("integration test: starts a real etcd cluster and 13 programs (skipped with -short)")
 	}
+	ctx := context.Background()
 	scenarios.CaseChecker = func(id string) error { _, err := seeds.Get(id); return err }
 	s, err := scenarios.Find("aws-ebs-2011-remirror-storm")
 	require.NoError(t, err)
-	bin := chaoslabBinary(t)
-	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
+	opts := runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: placement, Logger: labtest.Logger(t), Rerun: "test"}
+	if placement == "docker" {
+		if err := docker.Available(ctx); err != nil {
+			t.Skipf("no Docker engine: %v", err)
+		}
+		skipUnlessDockerImages(t, s)
+	} else {
+		opts.AgentBinary = chaoslabBinary(t)
+	}
+	r, err := runner.Run(ctx, s, opts)
 	require.NoError(t, err)
+	require.Equal(t, placement, r.Backend)
 	t.Log(reports.Summary(r))
 	vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
 	for _, v := range []*reports.VariantResult{vul, mit} {
@@ -63,4 +85,9 @@ func TestIntegration_ReplayAWSEBS2011(t *testing.T) {
 	require.GreaterOrEqual(t, float64(mit.Metrics["ebs.create_success.other_zones"]), 0.95)
 	labtest.NoProcessNaming(t, r.Dir)
 	labtest.NoCgroups(t, s.ID)
+	if placement == "docker" {
+		left, err := docker.Leftovers(ctx, "")
+		require.NoError(t, err)
+		require.Empty(t, left, "containers or networks left")
+	}
 }
