@@ -44,17 +44,24 @@ func (s *shrinking) RemoveServers(_ context.Context, n int) ([]string, error) {
 func removeCapacity(t *testing.T, params string) (*faults.RemoveCapacity, error) {
 	t.Helper()
 	f := faults.MustNew("remove-capacity").(*faults.RemoveCapacity)
+	return f, decodeParams(t, params, f)
+}
+
+// decodeParams decodes a step's params (YAML) into f as a scenario's are
+// and returns the first problem its Check finds.
+func decodeParams(t *testing.T, params string, f faults.Checker) error {
+	t.Helper()
 	var n yaml.Node
 	require.NoError(t, yaml.Unmarshal([]byte(params), &n))
 	if len(n.Content) > 0 && n.Content[0].Kind == yaml.MappingNode {
 		if err := n.Content[0].Decode(f); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if ps := f.Check(); len(ps) > 0 {
-		return nil, fmt.Errorf("%s: %s", ps[0].Field, ps[0].Msg)
+		return fmt.Errorf("%s: %s", ps[0].Field, ps[0].Msg)
 	}
-	return f, nil
+	return nil
 }
 
 // remove-capacity's parameters: the added servers by default, a number or
