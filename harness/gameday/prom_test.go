@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -80,4 +81,34 @@ func TestDashboardMetricsNeedNoToken(t *testing.T) {
 func TestMetricName(t *testing.T) {
 	require.Equal(t, "chaoslab_server_outstanding_requests", MetricName("server.outstanding_requests"))
 	require.Equal(t, "chaoslab_client_x_y_z", MetricName("client.x-y/z"))
+}
+
+// TestWireWritesInfoAndFollows: a game day's run folder gets InfoFile
+// while it lasts, the dashboard's URL is told, and the journal reaches
+// the hub, hence the dashboard's /metrics.
+func TestWireWritesInfoAndFollows(t *testing.T) {
+	h := NewHub()
+	s, err := Listen("127.0.0.1", 0, h, NewControls(nil))
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var o runner.Options
+	var told string
+	settle := Wire(ctx, &o, s, func(url string) { told = url })
+	require.Equal(t, s.Controls, o.Steer)
+
+	dir := t.TempDir()
+	w, err := journal.Create(dir)
+	require.NoError(t, err)
+	o.OnDir(dir)
+	require.Equal(t, s.URL(), told)
+	require.FileExists(t, filepath.Join(dir, InfoFile))
+	w.Add(journal.Record{Kind: journal.KindPoints, Variant: "vulnerable", Series: []lab.Series{
+		{Name: "server.connections", Source: "zk2", Points: []lab.Point{lab.Pt(1, 5)}}}}, true)
+	w.Add(journal.Record{Kind: journal.KindEnd}, true)
+	settle()
+	require.NoFileExists(t, filepath.Join(dir, InfoFile))
+	_, body := get(t, "http://"+s.Addr()+MetricsPath)
+	require.Contains(t, body, `chaoslab_server_connections{variant="vulnerable",source="zk2"} 5`)
 }
