@@ -219,6 +219,10 @@ type ZKStormResult struct {
 	// RecoveredAfterActions the time from then until at least 90% of the
 	// proxies serve and keep serving to the horizon (+Inf if they do not).
 	ActedAt, OutageAfterActions, RecoveredAfterActions float64
+	// ElectionsAfterActions and GCStallsAfterActions count, from ActedAt
+	// on, the elections (the forced one included) and the servers' GC
+	// stalls.
+	ElectionsAfterActions, GCStallsAfterActions int
 	Quick                                              float64
 	Events                                             uint64
 }
@@ -497,6 +501,9 @@ func (h zkElected) Handle(s *Sim, _ int64) {
 	z.sv[old].demoted = true
 	z.leader, z.electing, z.deadSince, z.electedAt = best, false, -1, s.Now()
 	z.res.Elections++
+	if s.Now() >= z.res.ActedAt {
+		z.res.ElectionsAfterActions++
+	}
 }
 
 // zkAct takes the responders' action m.Actions[arg].
@@ -589,6 +596,9 @@ func (h zkTick) Handle(s *Sim, _ int64) {
 		sv.gc = m.ServerQueueLimit > 0 && z.accepted(sv) > m.ServerQueueLimit
 		if sv.gc && !wasGC {
 			z.res.GCStalls++
+			if now >= z.res.ActedAt {
+				z.res.GCStallsAfterActions++
+			}
 		}
 		budget[j] = z.rate(j) * dt
 		sv.share = 0
@@ -921,6 +931,8 @@ func (r ZKStormResult) Summary() Result {
 	if !math.IsInf(r.ActedAt, 1) {
 		out.Metrics["proxies.outage_after_actions_s"] = r.OutageAfterActions
 		out.Metrics["proxies.recovered_after_actions_s"] = r.RecoveredAfterActions
+		out.Metrics["servers.elections_after_actions"] = float64(r.ElectionsAfterActions)
+		out.Metrics["servers.gc_stalls_after_actions"] = float64(r.GCStallsAfterActions)
 	}
 	switch {
 	case r.FreshAfter <= r.Quick:

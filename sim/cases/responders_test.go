@@ -42,6 +42,17 @@ func TestResponderActionsFromRecords(t *testing.T) {
 // outage after the actions lasts to the horizon, outside the band. A model
 // change that makes the actions work flips the check below: then set
 // recovers to true and keep the factor.
+//
+// Why no change of the actions' mechanics can make them work here: the
+// state after them is a heavier load than the one the untreated fleet
+// collapsed from (3,000 proxies instead of 2,000, every one refreshing at
+// once after the forced election, against 2,000 after the 15 s stall), and
+// the loop sustains itself once the trigger is gone. So the servers go on
+// stalling in GC and electing leaders of their own after the actions,
+// which the test checks; only a trigger that lasted until the forced
+// election (the leader's "heavy CPU load" from 09:09) on servers whose
+// loop does not sustain itself could end with the actions, and neither is
+// published (sim/README.md).
 func TestZKRespondersAgainstWriteUp(t *testing.T) {
 	const recovers = false
 	m := zkResponders(sim.IncidentZK())
@@ -60,6 +71,11 @@ func TestZKRespondersAgainstWriteUp(t *testing.T) {
 	agrees := r.OutageAfterActions >= published/zkRespondersAgree && r.OutageAfterActions <= published*zkRespondersAgree
 	require.Equal(t, recovers, agrees, "outage after the actions %.1f min against the write-up's %.0f min (×%g)", r.OutageAfterActions/60, published/60, zkRespondersAgree)
 	require.True(t, math.IsInf(r.RecoveredAfterActions, 1))
+	// The loop goes on after the actions: GC stalls and elections the
+	// servers hold by themselves besides the forced one.
+	t.Logf("after the actions: %d GC stalls, %d elections", r.GCStallsAfterActions, r.ElectionsAfterActions)
+	require.Positive(t, r.GCStallsAfterActions)
+	require.Greater(t, r.ElectionsAfterActions, 1)
 }
 
 // The same model with the servers' request throttle of ZooKeeper 3.8

@@ -205,8 +205,11 @@ func zkIncident(res map[string]sim.Result) []reports.IncidentRow {
 			untreated = u.Metrics["proxies.outage_s"]
 		}
 		out.Note = fmt.Sprintf("compared: the full outage from the responders' first action (the start of the window the write-up gives for them) to the model's recovery or horizon, within ×%g of the write-up's. "+
-			"Recovered (90%% of the proxies routing) %s after the actions; the whole outage %.0f min with the actions against %.0f min untreated.",
-			zkRespondersAgree, clock(r.Metrics["proxies.recovered_after_actions_s"]), whole/60, untreated/60)
+			"Recovered (90%% of the proxies routing) %s after the actions; the whole outage %.0f min with the actions against %.0f min untreated. "+
+			"Why the model does not recover: after the actions the servers still stalled in GC %.0f times and elected %.0f leaders (the forced election one of them), "+
+			"because one refresh of the grown fleet queues more reads at each server than its heap holds; see sim/README.md.",
+			zkRespondersAgree, clock(r.Metrics["proxies.recovered_after_actions_s"]), whole/60, untreated/60,
+			r.Metrics["servers.gc_stalls_after_actions"], r.Metrics["servers.elections_after_actions"])
 		rows = append(rows, band(out, r.Metrics["proxies.outage_after_actions_s"]/60, o.Value/zkRespondersAgree, o.Value*zkRespondersAgree))
 	}
 	if r, ok := res["mitigated"]; ok {
