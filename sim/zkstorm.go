@@ -223,8 +223,8 @@ type ZKStormResult struct {
 	// on, the elections (the forced one included) and the servers' GC
 	// stalls.
 	ElectionsAfterActions, GCStallsAfterActions int
-	Quick                                              float64
-	Events                                             uint64
+	Quick                                       float64
+	Events                                      uint64
 }
 
 const (
