@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -46,6 +47,9 @@ func agentCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if os.Getenv(lab.HoldEnv) == "1" && !holdUntilReleased(ctx, os.Stdout) {
+				return nil
+			}
 			if duration > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, duration)
@@ -57,4 +61,20 @@ func agentCmd() *cobra.Command {
 	cmd.Flags().StringVar(&config, "config", "{}", "the agent's settings, one JSON document")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0 = until signalled)")
 	return cmd
+}
+
+// holdUntilReleased says on out that the agent holds and waits for
+// SIGUSR1 (true) or the end of ctx (false): a container started ahead
+// runs its agent when the harness releases it (lab.HoldEnv).
+func holdUntilReleased(ctx context.Context, out io.Writer) bool {
+	release := make(chan os.Signal, 1)
+	signal.Notify(release, syscall.SIGUSR1)
+	defer signal.Stop(release)
+	fmt.Fprintln(out, lab.HeldLine)
+	select {
+	case <-release:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -105,6 +105,14 @@ type Preparer interface {
 	Prepare(ctx context.Context, p Program) (Pending, error)
 }
 
+// HoldEnv set to 1 holds one of chaoslab's agents before it runs: it
+// prints HeldLine and waits for SIGUSR1 (a container started ahead,
+// released with its peers at once).
+const (
+	HoldEnv  = "CHAOSLAB_HOLD"
+	HeldLine = `{"held":true}`
+)
+
 // Pending is a program created and not started.
 type Pending interface {
 	// Start starts it; it returns once it runs, like Site.Start.

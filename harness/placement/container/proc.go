@@ -26,16 +26,24 @@ import (
 // Start runs a program as a container on the variant's network: chaoslab's
 // own agent from the client image, or Command from Image.
 func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
-	pd, err := s.Prepare(ctx, prog)
+	pd, err := s.prepare(ctx, prog, false)
 	if err != nil {
 		return nil, err
 	}
 	return pd.Start(ctx)
 }
 
-// Prepare creates a program's container without starting it: the engine
-// creates about one a second here, and starts many created ones together.
+// Prepare readies a program to start with others at once: an agent's
+// container is started with the agent held until Start releases it (the
+// engine starts about three containers a second here); another program's
+// container is created.
 func (s *Site) Prepare(ctx context.Context, prog lab.Program) (lab.Pending, error) {
+	return s.prepare(ctx, prog, prog.Agent != "")
+}
+
+// prepare creates a program's container, and starts it with its agent
+// held when hold is set.
+func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pending, error) {
 	img, cmd, err := s.image(prog)
 	if err != nil {
 		return nil, err
@@ -50,10 +58,14 @@ func (s *Site) Prepare(ctx context.Context, prog lab.Program) (lab.Pending, erro
 	if lines.log == nil {
 		lines.log = io.Discard
 	}
+	env := envMap(prog, mem)
+	if hold {
+		env[lab.HoldEnv] = "1"
+	}
 	opts := []testcontainers.ContainerCustomizer{
 		testcontainers.WithName(name),
 		testcontainers.WithCmd(cmd...),
-		testcontainers.WithEnv(envMap(prog, mem)),
+		testcontainers.WithEnv(env),
 		testcontainers.WithLabels(docker.MergeLabels(docker.Labels(s.runID), map[string]string{
 			docker.LabelComponent: prog.Role, docker.LabelMember: alias,
 		})),
@@ -61,13 +73,19 @@ func (s *Site) Prepare(ctx context.Context, prog lab.Program) (lab.Pending, erro
 		testcontainers.WithLogConsumers(lines),
 		testcontainers.WithLogger(docker.SlogPrintf(s.log)),
 		testcontainers.WithHostConfigModifier(mem.hostConfig),
-		testcontainers.WithNoStart(),
+	}
+	if !hold {
+		opts = append(opts, testcontainers.WithNoStart())
 	}
 	if prog.Limits.Pids > 0 {
 		opts = append(opts, docker.WithPidsLimit(int64(prog.Limits.Pids)))
 	}
 	if prog.Limits.CPUCores > 0 {
 		opts = append(opts, docker.WithCPULimit(prog.Limits.CPUCores))
+	}
+	var held chan struct{}
+	if hold {
+		held = lines.catchHeld()
 	}
 	c, err := testcontainers.Run(ctx, img, opts...)
 	if err != nil {
@@ -76,7 +94,11 @@ func (s *Site) Prepare(ctx context.Context, prog lab.Program) (lab.Pending, erro
 		}
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
-	return &pending{s: s, c: c, name: name, mem: mem, prog: prog, lines: lines}, nil
+	pd := &pending{s: s, c: c, name: name, mem: mem, prog: prog, lines: lines}
+	if hold {
+		return pd.held(ctx, held)
+	}
+	return pd, nil
 }
 
 // pending is a created container.
@@ -258,7 +280,10 @@ func (p *proc) watch() {
 		st := ins.State
 		if st == nil || st.Running || st.Paused {
 			p.readCounters()
-			p.mem.settle(p.c, p.prog, time.Since(p.started))
+			p.mu.Lock()
+			since := time.Since(p.started)
+			p.mu.Unlock()
+			p.mem.settle(p.c, p.prog, since)
 			continue
 		}
 		// Give the log stream a moment to deliver the last lines.
