@@ -431,7 +431,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "fault: pause", "fault: meteor"),
 		at:    "fault: meteor",
 		field: "timeline.faults[0].fault",
-		msg:   `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, degrade-links, disconnect, kill-restart, pause, raise-init-limit, remove-capacity, replace, restart-fleet, set-memory-limit, stop)`,
+		msg:   `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, degrade-links, disconnect, kill-restart, pause, raise-init-limit, remove-capacity, replace, restart-fleet, set-memory-limit, stop, switch-strategy)`,
 	}, {
 		name:  "unknown metric in a hypothesis",
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: clients.happiness"),

@@ -272,7 +272,7 @@ func (kind) Name() string              { return KindName }
 func (kind) Systems() []string         { return []string{"zookeeper"} }
 func (kind) NewSettings() lab.Settings { return NewSettings() }
 func (kind) Groups() []string          { return []string{"clients"} }
-func (kind) Probe(string) lab.Target   { return &instances.Target{} }
+func (kind) Probe(string) lab.Target   { return &mirrorClient{Target: &instances.Target{}} }
 func (kind) Noun() (string, string)    { return "client", "clients" }
 
 func (kind) Series() []lab.SeriesDef {

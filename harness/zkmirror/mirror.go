@@ -106,9 +106,12 @@ type Config struct {
 	// Root is the subtree to mirror.
 	Root string `json:"root"`
 	// HotCount is the number of hot znodes the writer updates.
-	HotCount int          `json:"hot_count"`
-	Seed     uint64       `json:"seed"`
-	Logger   *slog.Logger `json:"-"`
+	HotCount int    `json:"hot_count"`
+	Seed     uint64 `json:"seed"`
+	// Control is a file the client reads at every report: a strategy to
+	// switch to while it runs (see Switch; "": none).
+	Control string       `json:"control,omitempty"`
+	Logger  *slog.Logger `json:"-"`
 }
 
 // Sample is what a client reports each interval.
@@ -116,6 +119,7 @@ type Sample struct {
 	UnixMS     int64  `json:"t"`
 	ID         string `json:"id"`
 	State      string `json:"state"`
+	Strategy   string `json:"strategy"`
 	SessionID  int64  `json:"session_id"`
 	InFlight   int64  `json:"inflight"`
 	Queued     int64  `json:"queued"`
@@ -168,8 +172,9 @@ type Mirror struct {
 	sessionMu                         sync.Mutex
 	ctx                               context.Context
 	events                            chan zk.Event
-	// slots bounds a paced mirror's re-reads after watch events in flight.
-	slots chan struct{}
+	// strat is the strategy in use, switched by the control file.
+	strat   atomic.Pointer[strategy]
+	control controlFile
 }
 
 // Run mirrors until ctx ends, writing samples to out.
@@ -189,9 +194,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		ctx:       ctx,
 		events:    make(chan zk.Event, 4096),
 	}
-	if cfg.Strategy == Paced {
-		m.slots = make(chan struct{}, cfg.Window)
-	}
+	m.setStrategy(cfg.Strategy, cfg.Window)
+	m.control.path = cfg.Control
 	m.state.Store("connecting")
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout.D(),
 		zk.WithLogger(zkLogger{cfg.Logger}),
@@ -215,6 +219,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	tick := time.NewTicker(cfg.ReportInterval.D())
 	defer tick.Stop()
 	for {
+		m.pollControl()
 		if err := enc.Encode(m.sample()); err != nil {
 			return fmt.Errorf("write sample: %w", err)
 		}
@@ -249,6 +254,7 @@ func (m *Mirror) sample() Sample {
 		UnixMS:     time.Now().UnixMilli(),
 		ID:         m.cfg.ID,
 		State:      m.state.Load().(string),
+		Strategy:   m.strategy().name,
 		SessionID:  m.sessionID.Load(),
 		InFlight:   m.inflight.Load(),
 		Queued:     m.queued.Load(),
@@ -324,7 +330,7 @@ func (m *Mirror) onSession(ev zk.Event) {
 		}
 		m.sessionMu.Unlock()
 		m.log.Info("session", "resumed", resumed, "session", fmt.Sprintf("%#x", id), "server", ev.Server)
-		switch m.cfg.Strategy {
+		switch m.strategy().name {
 		case FullRefresh:
 			// TreeCache refreshes the whole tree on every reconnect.
 			m.refreshes.Add(1)
@@ -338,7 +344,7 @@ func (m *Mirror) onSession(ev zk.Event) {
 		m.markDown("disconnected")
 	case zk.StateExpired:
 		m.markDown("expired")
-		if m.cfg.Strategy == Paced {
+		if m.strategy().name == Paced {
 			m.cancelWalk()
 		}
 	case zk.StateConnected:
@@ -419,10 +425,11 @@ func (m *Mirror) apply(p string, data []byte) {
 // keeps its own Window reads in flight.
 func (m *Mirror) readInWindow(p string, o op) ([]string, error) {
 	m.queued.Add(1)
+	slots := m.strategy().slots
 	select {
-	case m.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		m.queued.Add(-1)
-		defer func() { <-m.slots }()
+		defer func() { <-slots }()
 	case <-m.ctx.Done():
 		m.queued.Add(-1)
 		return nil, m.ctx.Err()
@@ -435,7 +442,7 @@ func (m *Mirror) readInWindow(p string, o op) ([]string, error) {
 // within its slots (readInWindow).
 func (m *Mirror) spawnRead(p string, o op) {
 	go func() {
-		if m.cfg.Strategy == FullRefresh {
+		if m.strategy().name == FullRefresh {
 			m.readRetry(p, o, true)
 			return
 		}
@@ -597,7 +604,7 @@ func (m *Mirror) walk(ctx context.Context, sid int64) {
 		}
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < m.cfg.Window; i++ {
+	for range m.strategy().window {
 		wg.Add(1)
 		go func() { defer wg.Done(); worker() }()
 	}

@@ -48,6 +48,8 @@ type workload struct {
 	last    map[[2]int]Sample
 	// limit is the memory limit last seen enforced on a client (bytes).
 	limit float64
+	// switched are the strategies switch-strategy gave, per client.
+	switched map[int]Switch
 }
 
 func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, error) {
@@ -104,7 +106,12 @@ func (w *workload) Start(ctx context.Context) error {
 				return p
 			}
 			cfg := Config{Client: w.s.Client, ID: id, Servers: servers, Root: w.tree.Root,
-				HotCount: len(w.hot), Seed: clientSeeds[i] + uint64(inc)}
+				HotCount: len(w.hot), Seed: clientSeeds[i] + uint64(inc), Control: w.controlPath(id)}
+			w.mu.Lock()
+			if sw, ok := w.switched[i]; ok {
+				cfg.Strategy, cfg.Window = sw.Strategy, sw.Window
+			}
+			w.mu.Unlock()
 			return lab.Program{Agent: KindName, Config: cfg, Limits: lab.Limits{MemoryMB: w.s.MemoryLimitMB}}
 		},
 		Cluster: w.cluster,
@@ -256,7 +263,11 @@ func (w *workload) Targets(group string) []lab.Target {
 	if group != "clients" || w.group == nil {
 		return nil
 	}
-	return instances.Targets(w.group, w.group.Len())
+	ts := instances.Targets(w.group, w.group.Len())
+	for i, t := range ts {
+		ts[i] = &mirrorClient{Target: t.(*instances.Target), w: w}
+	}
+	return ts
 }
 
 // supervisor is what the workload needs of its clients' supervisor
@@ -293,7 +304,7 @@ func sampleOf(l lineproto.Line, at time.Time) Sample {
 		Errors: int64(f["errors"]), Reconnects: int64(f["reconnects"]), Sessions: int64(f["sessions"]),
 		Refreshes: int64(f["refreshes"]), Frontier: int64(f["frontier"]), Cancelled: int64(f["cancelled"]),
 		RSSBytes: int64(f["rss"]), Goroutines: int(f["goroutines"]), Nodes: int(f["nodes"]),
-		HotKnown: int(f["hot_known"]), NextSeq: int64(f["next_seq"])}
+		HotKnown: int(f["hot_known"]), NextSeq: int64(f["next_seq"]), Strategy: l.Labels["strategy"]}
 	if p, ok := f["pending"]; ok {
 		s.InFlight, s.Queued = int64(p), 0
 	}

@@ -359,9 +359,11 @@ func TestPacedReReadWaitsForASlot(t *testing.T) {
 	// event waits, counted as queued, and sends nothing; it gives up when
 	// the mirror stops.
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mirror{ctx: ctx, slots: make(chan struct{}, 2)}
-	m.slots <- struct{}{}
-	m.slots <- struct{}{}
+	m := &Mirror{ctx: ctx}
+	m.setStrategy(Paced, 2)
+	slots := m.strategy().slots
+	slots <- struct{}{}
+	slots <- struct{}{}
 	done := make(chan error, 1)
 	go func() { _, err := m.readInWindow("/chaoslab/x", opData); done <- err }()
 	require.Eventually(t, func() bool { return m.queued.Load() == 1 }, 2*time.Second, time.Millisecond)
@@ -374,7 +376,7 @@ func TestPacedReReadWaitsForASlot(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	assert.Zero(t, m.queued.Load())
-	assert.Len(t, m.slots, 2, "a read that gave up holds no slot")
+	assert.Len(t, slots, 2, "a read that gave up holds no slot")
 }
 
 // Ballast: the count rounded up to whole thousands, at most 1000 children
