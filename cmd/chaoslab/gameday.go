@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/chaoslab/chaoslab/harness/gameday"
 	"github.com/chaoslab/chaoslab/harness/runner"
@@ -189,16 +190,13 @@ func gamedayActCmd() *cobra.Command {
 		Use:   "act FAULT TARGET DURATION",
 		Short: "Take an operator action on the running game day (any registered fault)",
 		Example: `  chaoslab gameday act kill-restart leader 3s          # force a leader election
-  chaoslab gameday act kill-restart clients:50% 60s    # stop half the clients for a minute`,
+  chaoslab gameday act kill-restart clients:50% 60s    # stop half the clients for a minute
+  chaoslab gameday act remove-capacity fleet 10s       # IL-0384: take the added servers out
+  chaoslab gameday act switch-strategy clients 5s --param strategy=paced --param window=8
+  chaoslab gameday act raise-init-limit observers 60s --param ticks=30`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := gameday.ActRequest{Fault: args[0], Target: args[1], Duration: args[2], Author: author}
-			if len(params) > 0 {
-				q.Params = map[string]any{}
-				for k, v := range params {
-					q.Params[k] = v
-				}
-			}
+			q := actRequest(args, author, params)
 			if _, err := q.Action(); err != nil {
 				return errInput(err)
 			}
@@ -209,6 +207,24 @@ func gamedayActCmd() *cobra.Command {
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who acts (on the report's timeline)")
 	cmd.Flags().StringToStringVar(&params, "param", nil, "a fault parameter, KEY=VALUE")
 	return cmd
+}
+
+// actRequest is the action the command line asks for; a parameter's
+// value is read as a YAML scalar (8 a number, 0.1 a fraction, paced a
+// word), as it would be written in a scenario.
+func actRequest(args []string, author string, params map[string]string) gameday.ActRequest {
+	q := gameday.ActRequest{Fault: args[0], Target: args[1], Duration: args[2], Author: author}
+	if len(params) > 0 {
+		q.Params = map[string]any{}
+		for k, v := range params {
+			var x any
+			if yaml.Unmarshal([]byte(v), &x) != nil || x == nil {
+				x = v
+			}
+			q.Params[k] = x
+		}
+	}
+	return q
 }
 
 func gamedayControlCmd() *cobra.Command {

@@ -175,10 +175,29 @@ func (q ActRequest) Action() (runner.Action, error) {
 	} else {
 		step.Params = yaml.Node{}
 	}
-	if _, err := step.NewFault(); err != nil {
+	f, err := step.NewFault()
+	if err != nil {
 		return runner.Action{}, err
 	}
+	if err := knownParams(f, q.Params); err != nil {
+		return runner.Action{}, fmt.Errorf("fault %s: params: %w", q.Fault, err)
+	}
 	return runner.Action{Step: step, Author: author(q.Author)}, nil
+}
+
+// knownParams refuses a parameter the fault does not have (a typo would
+// otherwise act with the default), as a scenario's loader does.
+func knownParams(f any, params map[string]any) error {
+	if len(params) == 0 {
+		return nil
+	}
+	b, err := yaml.Marshal(params)
+	if err != nil {
+		return err
+	}
+	d := yaml.NewDecoder(strings.NewReader(string(b)))
+	d.KnownFields(true)
+	return d.Decode(f)
 }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {

@@ -178,6 +178,9 @@ const presets = [
   {label: "Stop half the clients (30 s)", fault: "stop", target: "clients:50%", duration: "30s"},
   {label: "Pause the leader (10 s)", fault: "pause", target: "leader", duration: "10s"},
   {label: "Raise the agents' memory limit to 1 GiB", fault: "set-memory-limit", target: "agents", duration: "30m", params: {mb: 1024}},
+  {label: "Remove the added capacity", fault: "remove-capacity", target: "fleet", duration: "10s"},
+  {label: "Switch the clients to the paced strategy", fault: "switch-strategy", target: "clients", duration: "5s", params: {strategy: "paced", window: 8}},
+  {label: "Raise the observers' initLimit to 30 ticks", fault: "raise-init-limit", target: "observers", duration: "60s", params: {ticks: 30}},
 ];
 
 function setup() {
@@ -205,7 +208,7 @@ function setup() {
 }
 
 // Training (chaoslab train): symptoms, not the cause; checkpoints; a debrief.
-const shown = new Set(["client-exit", "oom-kill", "client-start", "state", "action", "action-end", "action-refused", "control", "thread-limit", "steady"]);
+const shown = new Set(["client-exit", "oom-kill", "client-start", "state", "action", "action-end", "action-refused", "control", "thread-limit", "steady", "capacity", "strategy", "init-limit"]);
 function trainingShows(ev) { return shown.has(ev.kind); }
 
 function startTraining(st) {
