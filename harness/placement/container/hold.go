@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -44,19 +43,13 @@ func (s *lineSplitter) catchHeld() chan struct{} {
 // held waits until the started container's agent holds, and returns it
 // as a pending program that its Start releases.
 func (pd *pending) held(ctx context.Context, held chan struct{}) (lab.Pending, error) {
-	s, c := pd.s, pd.c
-	p := &proc{c: &docker.Container{Container: c}, name: pd.name, mem: pd.mem, prog: pd.prog, lines: pd.lines, done: make(chan struct{}), started: time.Now()}
-	if err := p.locate(ctx, s.net.Name); err != nil {
-		_ = c.Terminate(context.WithoutCancel(ctx))
+	p, err := pd.running(ctx)
+	if err != nil {
 		return nil, err
 	}
-	go p.watch()
-	s.mu.Lock()
-	s.procs = append(s.procs, p)
-	s.mu.Unlock()
 	select {
 	case <-held:
-		return &heldAgent{s: s, p: p}, nil
+		return &heldAgent{s: pd.s, p: p}, nil
 	case <-p.done:
 		return nil, fmt.Errorf("hold %s: it exited before it held: %s", pd.name, p.exit.How)
 	case <-time.After(holdTimeout):
@@ -80,11 +73,6 @@ func (h *heldAgent) Start(ctx context.Context) (lab.Proc, error) {
 	h.p.mu.Lock()
 	h.p.started = time.Now()
 	h.p.mu.Unlock()
-	h.s.mu.Lock()
-	onStart := h.s.onStart
-	h.s.mu.Unlock()
-	if onStart != nil {
-		onStart(h.p.prog, h.p)
-	}
+	h.s.started(h.p)
 	return h.p, nil
 }

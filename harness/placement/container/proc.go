@@ -114,11 +114,22 @@ type pending struct {
 // Start starts the container and returns once it runs; a container that
 // does not start is removed.
 func (pd *pending) Start(ctx context.Context) (lab.Proc, error) {
-	s, c := pd.s, pd.c
-	if err := c.Start(ctx); err != nil {
-		_ = c.Terminate(context.WithoutCancel(ctx))
+	if err := pd.c.Start(ctx); err != nil {
+		_ = pd.c.Terminate(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("start container %s: %w", pd.name, err)
 	}
+	p, err := pd.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pd.s.started(p)
+	return p, nil
+}
+
+// running is the started container as a process of the site: located,
+// watched and stopped with the site.
+func (pd *pending) running(ctx context.Context) (*proc, error) {
+	s, c := pd.s, pd.c
 	p := &proc{c: &docker.Container{Container: c}, name: pd.name, mem: pd.mem, prog: pd.prog, lines: pd.lines, done: make(chan struct{}), started: time.Now()}
 	if err := p.locate(ctx, s.net.Name); err != nil {
 		_ = c.Terminate(context.WithoutCancel(ctx))
@@ -127,12 +138,18 @@ func (pd *pending) Start(ctx context.Context) (lab.Proc, error) {
 	go p.watch()
 	s.mu.Lock()
 	s.procs = append(s.procs, p)
+	s.mu.Unlock()
+	return p, nil
+}
+
+// started tells the site's watcher that p runs.
+func (s *Site) started(p *proc) {
+	s.mu.Lock()
 	onStart := s.onStart
 	s.mu.Unlock()
 	if onStart != nil {
-		onStart(pd.prog, p)
+		onStart(p.prog, p)
 	}
-	return p, nil
 }
 
 // image is the image and command of a program.
