@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -91,4 +92,76 @@ func TestIntegration_ContainerAgent(t *testing.T) {
 	e := proc.Stop(5 * time.Second)
 	require.True(t, e.Stopped, "%+v", e)
 	require.NoError(t, proc.Release())
+}
+
+// Agents prepared ahead hold until released, and many released together
+// start within a fraction of what the engine takes to start as many
+// containers (about three a second here).
+func TestIntegration_PreparedAgentsStartTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts containers")
+	}
+	ctx := context.Background()
+	p, err := New(lab.PlacementOptions{Log: slog.Default()})
+	require.NoError(t, err)
+	if err := p.Available(ctx); err != nil {
+		t.Skip(err)
+	}
+	if err := p.Prepare(ctx, []lab.ImageNeed{{Name: lab.AgentImage}}); err != nil {
+		t.Skipf("no client image: %v", err)
+	}
+	runID := "placement-test-" + time.Now().Format("150405")
+	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, s.Close())
+		left, err := docker.Leftovers(ctx, runID)
+		require.NoError(t, err)
+		require.Empty(t, left)
+	}()
+	const n = 8
+	host, adv := s.Listen()
+	var mu sync.Mutex
+	listened := map[string]time.Time{}
+	pending := make([]lab.Pending, n)
+	began := time.Now()
+	for i := range n {
+		id := "fe-" + string(rune('a'+i))
+		cfg := map[string]any{"id": id, "index": i + 1, "etcd": []string{"http://etcd-nowhere:2379"}, "listen_host": host, "advertise": adv,
+			"peer_threads": "per-peer", "pool_threads": 4, "bootstrap": "peers", "bootstrap_timeout": "3s", "heartbeat": "1s", "lease_ttl": "3s"}
+		pending[i], err = s.(lab.Preparer).Prepare(ctx, lab.Program{Name: id + "-0", Alias: id, Role: "frontend", Agent: "kinesis-frontend", Config: cfg,
+			Stderr: &syncBuf{}, Stdout: func(line []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				if _, ok := listened[id]; !ok && bytes.Contains(line, []byte(`"route"`)) {
+					listened[id] = time.Now()
+				}
+			}})
+		require.NoError(t, err)
+	}
+	prepared := time.Since(began)
+	time.Sleep(time.Second)
+	mu.Lock()
+	require.Empty(t, listened, "a held agent does not run")
+	mu.Unlock()
+	released := time.Now()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, pd := range pending {
+		wg.Go(func() { _, errs[i] = pd.Start(ctx) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(listened) == n }, 20*time.Second, 50*time.Millisecond)
+	lo, hi := time.Now(), released
+	for _, at := range listened {
+		if at.Before(lo) {
+			lo = at
+		}
+		if at.After(hi) {
+			hi = at
+		}
+	}
+	t.Logf("prepared %d agents in %s; released, they listened within %s of each other", n, prepared.Round(time.Millisecond), hi.Sub(lo).Round(time.Millisecond))
+	require.Less(t, hi.Sub(lo), prepared/2, "released together, they start well within the time the engine took to start them")
 }
