@@ -22,7 +22,7 @@ replay() { # scenario placement
   fi
 }
 want=${1:-}
-for s in il-0587-zk-treecache-reconnect-storm:local il-0587-zk-treecache-reconnect-storm:docker il-0384-kinesis-thread-per-peer:local il-0277-zk-rolling-replacement-quorum-loss:local il-0277-zk-rolling-replacement-quorum-loss:docker il-0206-consul-agent-oom-primary-fallback:local il-0206-consul-agent-oom-primary-fallback:docker aws-ebs-2011-remirror-storm:local aws-ebs-2011-remirror-storm:docker; do
+for s in il-0587-zk-treecache-reconnect-storm:local il-0587-zk-treecache-reconnect-storm:docker il-0384-kinesis-thread-per-peer:local il-0384-kinesis-thread-per-peer:docker il-0277-zk-rolling-replacement-quorum-loss:local il-0277-zk-rolling-replacement-quorum-loss:docker il-0206-consul-agent-oom-primary-fallback:local il-0206-consul-agent-oom-primary-fallback:docker aws-ebs-2011-remirror-storm:local aws-ebs-2011-remirror-storm:docker; do
   id=${s%%:*}
   case "$want" in ""|"$id"|"${id:0:7}") replay "$id" "${s##*:}" ;; esac
 done
