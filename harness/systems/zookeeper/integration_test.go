@@ -147,9 +147,13 @@ func TestIntegration_ReplaceMemberDeepGate(t *testing.T) {
 
 	seed(t, c.Endpoints(lab.FromHost), 3000)
 
-	replace := func(target lab.Target, gate string, timeout time.Duration, onTimeout string) (time.Duration, error) {
+	build := func(gate string, timeout time.Duration, onTimeout string) *faults.Replace {
 		f := faults.MustNew("replace").(*faults.Replace)
 		f.Gate, f.GateTimeout, f.OnTimeout = gate, lab.Duration(timeout), onTimeout
+		return f
+	}
+	replace := func(target lab.Target, gate string, timeout time.Duration, onTimeout string) (time.Duration, error) {
+		f := build(gate, timeout, onTimeout)
 		require.Empty(t, f.Check())
 		require.NoError(t, f.Available(target))
 		began := time.Now()
@@ -187,8 +191,7 @@ func TestIntegration_ReplaceMemberDeepGate(t *testing.T) {
 	// replaced member's JVM alone takes 0.3 s or more to answer, and its
 	// sync longer (a CI runner passed a 1 s deep gate in 0.9 s).
 	// (Below the 1 s a scenario may ask for, so built here without Check.)
-	short := faults.MustNew("replace").(*faults.Replace)
-	short.Gate, short.GateTimeout, short.OnTimeout = faults.GateDeep, lab.Duration(100*time.Millisecond), faults.OnTimeoutStop
+	short := build(faults.GateDeep, 100*time.Millisecond, faults.OnTimeoutStop)
 	require.NoError(t, short.Available(voter))
 	err = short.Inject(ctx, voter, 0)
 	require.ErrorIs(t, err, lab.ErrStopTimeline)
