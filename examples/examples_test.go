@@ -117,6 +117,10 @@ func TestIntegration_PacedHoldsInCI(t *testing.T) {
 		r, err := reports.Load(filepath.Join(filepath.Dir(run.Report), "report.json"))
 		require.NoError(t, err)
 		v := r.Variants[0]
+		// 2x inside the thresholds (0.35 and 150). The requests counted are
+		// those beyond the client's steady watch traffic before the fault
+		// (at most 0.024 in 5 runs here; with the steady traffic counted, a
+		// CI runner saw 0.179).
 		require.LessOrEqual(t, float64(v.Metrics["clients.requests_per_znode_per_reconnect"]), 0.175)
 		require.LessOrEqual(t, float64(v.Metrics["clients.server_outstanding.max_from_fault"]), 75.0)
 		require.Zero(t, float64(v.Metrics["clients.oom_kills"]))

@@ -196,8 +196,8 @@ type ZKStormResult struct {
 	ReconnectsFromFault  int
 	// ReadsPerZnodePerReconnect is ReloadReadsFromFault per znode per
 	// connection opened (clients.requests_per_znode_per_reconnect; the
-	// harness counts every request, so its figure also holds the steady
-	// traffic: about 0.07 for a client that resumes its session).
+	// harness, too, leaves out each client's steady rate before the
+	// fault, which it measures from the servers' side).
 	ReadsPerZnodePerReconnect float64
 	OOMKills                  int
 	OOMAfterFault             int

@@ -164,32 +164,74 @@ func (w *workload) anyReports() bool {
 }
 
 // requestsPerZnode is, from the first fault on, the requests the servers
-// received from the clients per znode and per connection the clients
-// opened (NaN without a fault or without the servers' view).
+// received from the clients beyond their steady traffic before it (the
+// watch re-reads the writer's changes cause), per znode and per
+// connection the clients opened (NaN without a fault or without the
+// servers' view). What is left is what reconnecting cost: refreshes,
+// walks, retries.
 func requestsPerZnode(r *lab.Result, tl lab.Timeline, nodes int) float64 {
 	from := tl.FaultStart()
 	if math.IsNaN(from) || nodes == 0 {
 		return math.NaN()
 	}
-	grew := func(name string) (float64, bool) {
-		total, any := 0.0, false
-		for _, s := range r.Named(name) {
-			before, end := 0.0, 0.0
-			for _, p := range s.Points {
-				if p.T < from {
-					before = float64(p.V)
-				}
-				end = float64(p.V)
-			}
-			total += end - before
-			any = true
-		}
-		return total, any
+	reqs, conns, any := 0.0, 0.0, false
+	for _, s := range r.Named(instances.SeriesRequests) {
+		reqs += beyondSteady(s.Points, from)
+		any = true
 	}
-	reqs, ok := grew(instances.SeriesRequests)
-	conns, _ := grew(instances.SeriesConnections)
-	if !ok {
+	for _, s := range r.Named(instances.SeriesConnections) {
+		conns += grewFrom(s.Points, from)
+	}
+	if !any {
 		return math.NaN()
 	}
 	return reqs / float64(nodes) / math.Max(conns, 1)
+}
+
+// The steady rate of a client is the lowest it sent at over steadyWindow
+// seconds within the steadySpan seconds before the first fault (the
+// lowest, so that a walk still finishing in the warm-up is not taken for
+// steady traffic).
+const steadyWindow, steadySpan = 5.0, 15.0
+
+// grewFrom is what a cumulative count grew by from t on.
+func grewFrom(ps []lab.Point, t float64) float64 {
+	before, end := 0.0, 0.0
+	for _, p := range ps {
+		if p.T < t {
+			before = float64(p.V)
+		}
+		end = float64(p.V)
+	}
+	return end - before
+}
+
+// beyondSteady is what a cumulative count grew by from t on, less what its
+// steady rate before t accounts for over the same time (never below 0).
+func beyondSteady(ps []lab.Point, t float64) float64 {
+	if len(ps) == 0 {
+		return 0
+	}
+	rate := math.Inf(1)
+	for i, b := range ps {
+		if b.T >= t {
+			break
+		}
+		for _, a := range ps[:i] {
+			if d := b.T - a.T; a.T >= t-steadySpan && d >= steadyWindow && d < steadyWindow+2 {
+				rate = min(rate, float64(b.V-a.V)/d)
+			}
+		}
+	}
+	if math.IsInf(rate, 1) {
+		rate = 0 // no window before the fault: nothing is taken as steady
+	}
+	since := ps[0].T // the last sample before t, where the growth is counted from
+	for _, p := range ps {
+		if p.T < t {
+			since = p.T
+		}
+	}
+	steady := rate * math.Max(0, ps[len(ps)-1].T-since)
+	return math.Max(0, grewFrom(ps, t)-steady)
 }

@@ -268,3 +268,33 @@ func TestRequestsPerZnode(t *testing.T) {
 	assert.InDelta(t, 2.0, requestsPerZnode(r, collectTimeline, 100), 1e-9)
 	assert.True(t, math.IsNaN(requestsPerZnode(&lab.Result{}, collectTimeline, 100)), "no servers' view")
 }
+
+// Steady watch traffic (10 requests a second before the fault and after)
+// is not counted: only the refresh on top of it. The steady rate is the
+// lowest over 5 s before the fault, so a walk finishing early in the
+// warm-up is not taken for steady traffic.
+func TestRequestsPerZnodeBeyondSteady(t *testing.T) {
+	r := &lab.Result{}
+	for s := 0; s <= 30; s++ {
+		v := 10 * float64(s)
+		if s <= 3 {
+			v = 100 * float64(s) // the first walk
+		} else {
+			v += 270
+		}
+		if s >= 15 {
+			v += 200 // one refresh of 100 znodes
+		}
+		r.Add(instances.SeriesRequests, "client-01", "requests", float64(s), v)
+	}
+	r.Add(instances.SeriesConnections, "client-01", "connections", 0, 1)
+	r.Add(instances.SeriesConnections, "client-01", "connections", 15, 2)
+	assert.InDelta(t, 2.0, requestsPerZnode(r, collectTimeline, 100), 1e-9)
+	// A client that stopped sending (dead, or no writes to watch) takes
+	// nothing away from another's refresh.
+	for s := 0; s <= 30; s++ {
+		v := 10 * float64(min(s, 12))
+		r.Add(instances.SeriesRequests, "client-02", "requests", float64(s), v)
+	}
+	assert.InDelta(t, 2.0, requestsPerZnode(r, collectTimeline, 100), 1e-9)
+}

@@ -304,7 +304,7 @@ func (kind) Metrics() []lab.MetricDef {
 		return &lab.Reducer{Series: series, Reduce: "max", Window: window}
 	}
 	return append(instances.Metrics(), []lab.MetricDef{
-		{Name: "clients.requests_per_znode_per_reconnect", Unit: "requests", Doc: "from the first fault on, the requests the servers received from the clients, per znode of the tree and per connection a client opened (the servers' view, cons): about 2 for a full refresh on every reconnect, near 0 for a resumed session that is not refreshed"},
+		{Name: "clients.requests_per_znode_per_reconnect", Unit: "requests", Doc: "from the first fault on, the requests the servers received from the clients beyond each client's steady rate before the fault (its lowest over 5 s: the watch re-reads the writer causes), per znode of the tree and per connection a client opened (the servers' view, cons): about 2 for a full refresh on every reconnect, near 0 for a resumed session that is not refreshed"},
 		{Name: "clients.oom_kills", Unit: "processes", Doc: "client processes killed by the kernel's OOM killer (cgroup counters, kernel log, or the engine's state)"},
 		{Name: "clients.deaths", Unit: "processes", Doc: "client processes that exited before the end of the run, for any reason"},
 		{Name: "clients.rss_mb.max", Unit: "MiB", Doc: "peak resident memory of any client process", Reducer: max("client.rss_mb", "")},
