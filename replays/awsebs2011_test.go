@@ -22,24 +22,26 @@ import (
 // harness's toxiproxy, zone-a's links degraded for 15 s. The vulnerable
 // cluster must leave zone-a's volumes stuck and fail the other zones'
 // create-volume calls; the mitigated one must recover while the other
-// zones keep succeeding. About 3.5 minutes on 2 cores; not yet proven
-// stable, so it runs only with CHAOSLAB_FULL=1 (scripts/verify.sh replays
-// the scenario).
+// zones keep succeeding. About 3.3 minutes on 2 cores, in every CI run:
+// 5 runs of 5 (seeds 1-5) reproduced with the deciding figures at least
+// 2x past their bounds (stuck at the end 0.167 against 0.05, other zones'
+// success 0.36-0.37 against 0.95; mitigated 0 stuck, 1.0).
 func TestIntegration_ReplayAWSEBS2011(t *testing.T) {
 	replayAWSEBS2011(t, "local")
 }
 
 // TestIntegration_ReplayAWSEBS2011Docker is the same replay with etcd,
 // the control plane and the storage nodes in containers, their links
-// through the harness's proxy on the lab network's gateway.
+// through the harness's proxy on the lab network's gateway. CI has the
+// local replay; this one runs with CHAOSLAB_FULL=1 (scripts/verify.sh).
 func TestIntegration_ReplayAWSEBS2011Docker(t *testing.T) {
+	if os.Getenv("CHAOSLAB_FULL") != "1" {
+		t.Skip("AWS-EBS-2011 replay on docker: set CHAOSLAB_FULL=1 (scripts/verify.sh replays it)")
+	}
 	replayAWSEBS2011(t, "docker")
 }
 
 func replayAWSEBS2011(t *testing.T, placement string) {
-	if os.Getenv("CHAOSLAB_FULL") != "1" {
-		t.Skip("AWS-EBS-2011 replay: set CHAOSLAB_FULL=1 (scripts/verify.sh replays it at full size)")
-	}
 	if testing.Short() {
 		t.Skip("integration test: starts a real etcd cluster and 13 programs (skipped with -short)")
 	}
@@ -76,10 +78,11 @@ func replayAWSEBS2011(t *testing.T, placement string) {
 	require.GreaterOrEqual(t, float64(vul.Metrics["ebs.stuck_share.max"]), 0.9)
 	require.GreaterOrEqual(t, float64(mit.Metrics["ebs.stuck_share.max"]), 0.9)
 	// Vulnerable: spare capacity gone, volumes stuck to the end, the shared
-	// pool full and the other zones failing.
-	require.Greater(t, float64(vul.Metrics["ebs.stuck_share.end"]), 0.05)
+	// pool full and the other zones failing: 2x past the bounds (at most
+	// 5% stuck, at most 5% of the other zones' calls failing).
+	require.GreaterOrEqual(t, float64(vul.Metrics["ebs.stuck_share.end"]), 0.10)
 	require.GreaterOrEqual(t, float64(vul.Metrics["ebs.pool_busy.max"]), 0.99)
-	require.Less(t, float64(vul.Metrics["ebs.create_success.other_zones"]), 0.95)
+	require.LessOrEqual(t, float64(vul.Metrics["ebs.create_success.other_zones"]), 0.90)
 	// Mitigated: every volume re-mirrored, the other zones unharmed.
 	require.LessOrEqual(t, float64(mit.Metrics["ebs.stuck_share.end"]), 0.05)
 	require.GreaterOrEqual(t, float64(mit.Metrics["ebs.create_success.other_zones"]), 0.95)

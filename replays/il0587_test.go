@@ -50,76 +50,74 @@ func assertCleanedUp(t *testing.T, r *reports.Report) {
 	labtest.NoCgroups(t, r.Scenario.ID)
 }
 
-// TestIntegration_ReplayIL0587 replays the built-in scenario for real, twice
-// with the same seed: both runs must reproduce the incident.
+// TestIntegration_ReplayIL0587 replays the built-in scenario for real: it
+// must reproduce the incident. (It ran twice with the same seed until the
+// AWS-EBS-2011 replay joined CI in its 3 minutes; the examples replay the
+// scenario three more times, and 5 runs of 5 reproduced here with the
+// figures 2x past their bounds.)
 func TestIntegration_ReplayIL0587(t *testing.T) {
 	labtest.SkipUnlessZooKeeper(t)
 	s := builtin(t)
 	bin := chaoslabBinary(t)
-	var verdicts []verdict.Verdict
-	for i := 0; i < 2; i++ {
-		out := t.TempDir()
-		r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: out, Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
-		require.NoError(t, err)
-		t.Log(reports.Summary(r))
-		require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
-		require.True(t, r.ExpectationMet)
+	out := t.TempDir()
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: out, Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
+	require.NoError(t, err)
+	t.Log(reports.Summary(r))
+	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
+	require.True(t, r.ExpectationMet)
 
-		vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
-		require.NotNil(t, vul)
-		require.NotNil(t, mit)
-		require.GreaterOrEqual(t, float64(vul.Metrics["clients.oom_kills"]), 1.0, "vulnerable clients OOM-killed")
-		require.Zero(t, float64(mit.Metrics["clients.oom_kills"]))
-		// The busiest vulnerable client's backlog at the servers against the
-		// busiest mitigated one's: the scenario's comparison (5x), 2x past it.
-		// (The servers' totals are no ratio to assert: the mitigated peak
-		// moves with how many clients land on one server after the
-		// election, 8 to 76 in runs seen.)
-		require.GreaterOrEqual(t, float64(vul.Metrics["clients.server_outstanding.max_from_fault"]),
-			10*float64(mit.Metrics["clients.server_outstanding.max_from_fault"]))
-		require.GreaterOrEqual(t, float64(vul.Metrics["servers.outstanding_requests.max_from_fault"]), 300.0, "2x over outstanding-bounded")
-		// An OOM kill is recognised from the kernel's counters.
-		var oom bool
-		for _, c := range vul.Clients {
-			for _, e := range c.Exits {
-				if e.OOM {
-					oom = true
-					require.Contains(t, e.How, "OOM killer")
-				}
+	vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
+	require.NotNil(t, vul)
+	require.NotNil(t, mit)
+	require.GreaterOrEqual(t, float64(vul.Metrics["clients.oom_kills"]), 1.0, "vulnerable clients OOM-killed")
+	require.Zero(t, float64(mit.Metrics["clients.oom_kills"]))
+	// The busiest vulnerable client's backlog at the servers against the
+	// busiest mitigated one's: the scenario's comparison (5x), 2x past it.
+	// (The servers' totals are no ratio to assert: the mitigated peak
+	// moves with how many clients land on one server after the
+	// election, 8 to 76 in runs seen.)
+	require.GreaterOrEqual(t, float64(vul.Metrics["clients.server_outstanding.max_from_fault"]),
+		10*float64(mit.Metrics["clients.server_outstanding.max_from_fault"]))
+	require.GreaterOrEqual(t, float64(vul.Metrics["servers.outstanding_requests.max_from_fault"]), 300.0, "2x over outstanding-bounded")
+	// An OOM kill is recognised from the kernel's counters.
+	var oom bool
+	for _, c := range vul.Clients {
+		for _, e := range c.Exits {
+			if e.OOM {
+				oom = true
+				require.Contains(t, e.How, "OOM killer")
 			}
 		}
-		require.True(t, oom)
-		// Health checked before and after the fault, fault window recorded.
-		require.Len(t, vul.Faults, 1)
-		require.Equal(t, "pause", vul.Faults[0].Fault)
-		require.InDelta(t, 15, vul.Faults[0].End-vul.Faults[0].Start, 1)
-		var before, after bool
-		for _, e := range mit.Events {
-			before = before || (e.Kind == "health" && strings.HasPrefix(e.Detail, "before pause: healthy"))
-			after = after || (e.Kind == "health" && strings.HasPrefix(e.Detail, "after pause: healthy"))
-		}
-		require.True(t, before && after, "health checks around the fault")
-
-		// The report loads back and re-checks to the same verdict.
-		back, err := reports.Load(r.Dir)
-		require.NoError(t, err)
-		v, _, err := back.Recheck(nil)
-		require.NoError(t, err)
-		require.Equal(t, r.Verdict, v)
-		for _, f := range []string{"report.json", "report.md", "index.html", "mitigated/logs/client-01.log"} {
-			require.FileExists(t, filepath.Join(r.Dir, f))
-		}
-		// A server log no report links is kept gzipped when it is large.
-		logs, err := filepath.Glob(filepath.Join(r.Dir, "vulnerable", "logs", "zk1.log*"))
-		require.NoError(t, err)
-		require.NotEmpty(t, logs, "zk1's log, plain or gzipped")
-		// The servers' data directories are gone: the folder is small
-		// enough to keep as a CI artifact.
-		require.Less(t, folderBytes(t, r.Dir), int64(5<<20), "run folder under 5 MiB")
-		assertCleanedUp(t, r)
-		verdicts = append(verdicts, r.Verdict)
 	}
-	require.Equal(t, verdicts[0], verdicts[1], "same seed, same verdict")
+	require.True(t, oom)
+	// Health checked before and after the fault, fault window recorded.
+	require.Len(t, vul.Faults, 1)
+	require.Equal(t, "pause", vul.Faults[0].Fault)
+	require.InDelta(t, 15, vul.Faults[0].End-vul.Faults[0].Start, 1)
+	var before, after bool
+	for _, e := range mit.Events {
+		before = before || (e.Kind == "health" && strings.HasPrefix(e.Detail, "before pause: healthy"))
+		after = after || (e.Kind == "health" && strings.HasPrefix(e.Detail, "after pause: healthy"))
+	}
+	require.True(t, before && after, "health checks around the fault")
+
+	// The report loads back and re-checks to the same verdict.
+	back, err := reports.Load(r.Dir)
+	require.NoError(t, err)
+	v, _, err := back.Recheck(nil)
+	require.NoError(t, err)
+	require.Equal(t, r.Verdict, v)
+	for _, f := range []string{"report.json", "report.md", "index.html", "mitigated/logs/client-01.log"} {
+		require.FileExists(t, filepath.Join(r.Dir, f))
+	}
+	// A server log no report links is kept gzipped when it is large.
+	logs, err := filepath.Glob(filepath.Join(r.Dir, "vulnerable", "logs", "zk1.log*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, logs, "zk1's log, plain or gzipped")
+	// The servers' data directories are gone: the folder is small
+	// enough to keep as a CI artifact.
+	require.Less(t, folderBytes(t, r.Dir), int64(5<<20), "run folder under 5 MiB")
+	assertCleanedUp(t, r)
 }
 
 // small shrinks the IL-0587 scenario for quick pipeline tests: 3 clients,
