@@ -180,7 +180,8 @@ func requestsPerZnode(r *lab.Result, tl lab.Timeline, nodes int) float64 {
 		any = true
 	}
 	for _, s := range r.Named(instances.SeriesConnections) {
-		conns += grewFrom(s.Points, from)
+		grew, _ := grewFrom(s.Points, from)
+		conns += grew
 	}
 	if !any {
 		return math.NaN()
@@ -194,16 +195,21 @@ func requestsPerZnode(r *lab.Result, tl lab.Timeline, nodes int) float64 {
 // steady traffic).
 const steadyWindow, steadySpan = 5.0, 15.0
 
-// grewFrom is what a cumulative count grew by from t on.
-func grewFrom(ps []lab.Point, t float64) float64 {
-	before, end := 0.0, 0.0
-	for _, p := range ps {
-		if p.T < t {
-			before = float64(p.V)
-		}
-		end = float64(p.V)
+// grewFrom is what a cumulative count grew by from t on, counted from its
+// last sample before t (at 0 when there is none), and that sample's time
+// (the first sample's when there is none).
+func grewFrom(ps []lab.Point, t float64) (grew, since float64) {
+	if len(ps) == 0 {
+		return 0, t
 	}
-	return end - before
+	before, since := 0.0, ps[0].T
+	for _, p := range ps {
+		if p.T >= t {
+			break
+		}
+		before, since = float64(p.V), p.T
+	}
+	return float64(ps[len(ps)-1].V) - before, since
 }
 
 // beyondSteady is what a cumulative count grew by from t on, less what its
@@ -226,12 +232,6 @@ func beyondSteady(ps []lab.Point, t float64) float64 {
 	if math.IsInf(rate, 1) {
 		rate = 0 // no window before the fault: nothing is taken as steady
 	}
-	since := ps[0].T // the last sample before t, where the growth is counted from
-	for _, p := range ps {
-		if p.T < t {
-			since = p.T
-		}
-	}
-	steady := rate * math.Max(0, ps[len(ps)-1].T-since)
-	return math.Max(0, grewFrom(ps, t)-steady)
+	grew, since := grewFrom(ps, t)
+	return math.Max(0, grew-rate*math.Max(0, ps[len(ps)-1].T-since))
 }
