@@ -2,6 +2,7 @@ package cases
 
 import (
 	"math"
+	"os"
 	"testing"
 	"time"
 
@@ -67,9 +68,9 @@ func TestZKRespondersAgainstWriteUp(t *testing.T) {
 	// elected after them.
 	last := len(r.Alive) - 1
 	require.Greater(t, r.Alive[last], 1.4*float64(m.Proxies))
-	published := number("il-0587", "full_outage_duration").Value * 60
-	agrees := r.OutageAfterActions >= published/zkRespondersAgree && r.OutageAfterActions <= published*zkRespondersAgree
-	require.Equal(t, recovers, agrees, "outage after the actions %.1f min against the write-up's %.0f min (×%g)", r.OutageAfterActions/60, published/60, zkRespondersAgree)
+	lo, hi := zkAfterActionsBand()
+	agrees := r.OutageAfterActions/60 >= lo && r.OutageAfterActions/60 <= hi
+	require.Equal(t, recovers, agrees, "outage after the actions %.1f min against the band %g-%g min", r.OutageAfterActions/60, lo, hi)
 	require.True(t, math.IsInf(r.RecoveredAfterActions, 1))
 	// The loop goes on after the actions: GC stalls and elections the
 	// servers hold by themselves besides the forced one.
@@ -112,6 +113,64 @@ func TestZKThrottledServersAgainstWriteUp(t *testing.T) {
 	require.Zero(t, q.OOMKills)
 	require.Zero(t, q.OutageAfterActions)
 	require.Equal(t, r.Elections+1, q.Elections)
-	published := number("il-0587", "full_outage_duration").Value * 60
-	require.Less(t, q.OutageAfterActions, published/zkRespondersAgree, "no outage to end: outside the band from below")
+	lo, _ := zkAfterActionsBand()
+	require.Less(t, q.OutageAfterActions/60, lo, "no outage to end: outside the band from below")
+}
+
+// The same throttled servers, with the leader's heavy CPU load taken as
+// lasting until the responders' election (sim.ZKStorm.Relapse: the leader
+// stalls again every zkRelapse seconds, whichever server it is). The fleet
+// then collapses through the proxies alone (stacked TreeCache refreshes
+// run them out of memory; no GC thrash), and the actions end the full
+// outage: 9.7 min after them (seed 1), inside the band of 0.5-40 min and
+// 4x from its top. What it pins besides: the election ends the trigger and
+// the servers hold no election of their own after it; the collapse starts
+// at the first relapses, not 3 h 33 min after the trigger (the model has
+// no slow decline); 90% of the proxies route again 47-48 min after the
+// actions, where the write-up had availability back within 21.
+func TestZKRelapsingRespondersAgainstWriteUp(t *testing.T) {
+	m := zkResponders(zkRelapsing(sim.IncidentZK()))
+	first := m.Actions[0].At
+	m.Horizon = first + 60*60
+	start := time.Now()
+	r := m.Run()
+	t.Logf("relapsing every %.0f s, throttled, with the actions: %d events in %s; full outage from the trigger %.0f min (starting %.1f min after it), after the actions %.1f min, 90%% routing %.1f min after them; trigger stalls %d, elections %d (after the actions %d), GC stalls %d, OOM kills %d",
+		zkRelapse, r.Events, time.Since(start).Round(time.Millisecond), r.Outage/60, (r.OutageStart-r.FaultAt)/60, r.OutageAfterActions/60, r.RecoveredAfterActions/60,
+		r.Stalls, r.Elections, r.ElectionsAfterActions, r.GCStalls, r.OOMKills)
+	lo, hi := zkAfterActionsBand()
+	got := r.OutageAfterActions / 60
+	require.GreaterOrEqual(t, got, 2*lo, "an outage for the actions to end")
+	require.LessOrEqual(t, got, hi/2, "the actions end it, 2x inside the band's top")
+	require.Zero(t, r.GCStalls, "throttled servers do not thrash")
+	require.Equal(t, 1, r.ElectionsAfterActions, "the forced election is the last")
+	require.Equal(t, int((first-m.FaultAt)/zkRelapse)+1, r.Stalls, "the trigger returns until the election")
+	require.Less(t, r.OutageStart-r.FaultAt, 3*zkRelapse, "the collapse comes with the first relapses")
+	require.Less(t, r.RecoveredAfterActions, 60*60.0, "90% routing again within the hour")
+}
+
+// How the comparison after the actions moves with the relapsing trigger's
+// period, which the write-up does not give (CHAOSLAB_FULL=1, about 30 s):
+// from 2 to 15 minutes the full outage after the actions stays 8.8-10.3
+// min (seeds 1 and 2), inside the band; from 20 minutes the fleet is up
+// again between relapses when the responders act, so there is no outage
+// for them to end (sim/README.md).
+func TestZKRelapsePeriods(t *testing.T) {
+	if os.Getenv("CHAOSLAB_FULL") == "" {
+		t.Skip("CHAOSLAB_FULL=1 runs the period sweep")
+	}
+	lo, hi := zkAfterActionsBand()
+	for _, period := range []float64{120, 300, 600, 900} {
+		for seed := uint64(1); seed <= 2; seed++ {
+			m := sim.IncidentZK()
+			m.Seed = seed
+			m.Throttled, m.Relapse = true, period
+			m = zkResponders(m)
+			m.Horizon = m.Actions[0].At + 60*60
+			r := m.Run()
+			got := r.OutageAfterActions / 60
+			t.Logf("period %4.0f s, seed %d: full outage starts %5.1f min after the trigger; after the actions %4.1f min, 90%% routing %4.1f min after them; %d OOM kills",
+				period, seed, (r.OutageStart-r.FaultAt)/60, got, r.RecoveredAfterActions/60, r.OOMKills)
+			require.True(t, got >= lo && got <= hi, "period %.0f s, seed %d: %.1f min outside %g-%g", period, seed, got, lo, hi)
+		}
+	}
 }
