@@ -646,6 +646,7 @@ func (f *faultShading) Plot(c draw.Canvas, plt *plot.Plot) {
 	sty.Color = faultInk
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YTop
 	lineH := vg.Points(9)
+	row := 0
 	for i, w := range f.faults {
 		if !finite(w.Start) {
 			continue
@@ -660,15 +661,37 @@ func (f *faultShading) Plot(c draw.Canvas, plt *plot.Plot) {
 			x1 = x0 + vg.Points(1.5)
 		}
 		c.FillPolygon(faultFill, []vg.Point{{X: x0, Y: c.Min.Y}, {X: x1, Y: c.Min.Y}, {X: x1, Y: c.Max.Y}, {X: x0, Y: c.Max.Y}})
-		label := w.Fault
-		if w.Member != "" {
-			label += " " + w.Member
-		} else if w.Target != "" {
-			label += " " + w.Target
+		label := faultLabel(w)
+		if i > 0 && faultLabel(f.faults[i-1]) == label {
+			continue // a repeat of the fault before: labelled once, with its count
 		}
-		y := c.Max.Y - vg.Points(2) - lineH*vg.Length(i%3)
+		if n := repeats(f.faults[i:], label); n > 1 {
+			label += fmt.Sprintf(" ×%d", n)
+		}
+		y := c.Max.Y - vg.Points(2) - lineH*vg.Length(row%3)
+		row++
 		c.FillText(sty, vg.Point{X: x0 + vg.Points(2), Y: y}, label)
 	}
+}
+
+// faultLabel names a fault window on a chart.
+func faultLabel(w FaultWindow) string {
+	switch {
+	case w.Member != "":
+		return w.Fault + " " + w.Member
+	case w.Target != "":
+		return w.Fault + " " + w.Target
+	}
+	return w.Fault
+}
+
+// repeats counts the windows at the head of ws labelled label.
+func repeats(ws []FaultWindow, label string) int {
+	n := 0
+	for n < len(ws) && faultLabel(ws[n]) == label {
+		n++
+	}
+	return n
 }
 
 func clampLen(x, lo, hi vg.Length) vg.Length {

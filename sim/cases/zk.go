@@ -166,9 +166,7 @@ func zkParams(m sim.ZKStorm) []reports.Parameter {
 func zkVariants(o Options) ([]Variant, error) {
 	mk := func(name, desc string, m sim.ZKStorm) Variant {
 		m.Seed = o.Seed
-		return Variant{Name: name, Description: desc, Parameters: zkParams(m), Run: func() sim.Result { return m.Run().Summary() },
-			Faults: []reports.FaultWindow{{Fault: "pause", Target: "leader", Member: "leader", Start: m.FaultAt, End: m.FaultAt + m.Duration,
-				Detail: fmt.Sprintf("%.0f%% of the leader's CPU lost", 100*m.Intensity)}}}
+		return Variant{Name: name, Description: desc, Parameters: zkParams(m), Run: func() sim.Result { return m.Run().Summary() }, Faults: zkFaults(m)}
 	}
 	const vulnDesc = "Curator TreeCache as the proxies ran it: every reconnect re-reads the whole tree at once, failed reads retried with back-off, nothing bounded."
 	const respDesc = "The vulnerable fleet (TreeCache) with the responders' actions replayed at their times from the case record's timeline: "
@@ -206,6 +204,26 @@ func zkVariants(o Options) ([]Variant, error) {
 	relResp := mk("responders-relapsing", respDesc+zkRespondersText()+"."+fmt.Sprintf(relDesc, clock(zkRelapse)), zkResponders(rel))
 	relResp.Responders = zkRespondersText()
 	return []Variant{mk("vulnerable", vulnDesc, vul), resp, relVul, relResp, mk("mitigated", mitDesc, mit)}, nil
+}
+
+// zkFaults are the trigger's stalls: one, or with Relapse every stall up
+// to the responders' election (or the horizon).
+func zkFaults(m sim.ZKStorm) []reports.FaultWindow {
+	until := m.Horizon
+	for _, a := range m.Actions {
+		if a.Kind == sim.ZKLeaderElection {
+			until = math.Min(until, a.At)
+		}
+	}
+	var out []reports.FaultWindow
+	for at := m.FaultAt; at < until; at += m.Relapse {
+		out = append(out, reports.FaultWindow{Fault: "pause", Target: "leader", Member: "leader", Start: at, End: math.Min(at+m.Duration, until),
+			Detail: fmt.Sprintf("%.0f%% of the leader's CPU lost", 100*m.Intensity)})
+		if m.Relapse <= 0 {
+			break
+		}
+	}
+	return out
 }
 
 var zkCompared = []string{"servers.outstanding_requests.max_from_fault", "clients.oom_kills", "clients.fresh_after_fault_s"}
