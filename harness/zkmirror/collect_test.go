@@ -298,3 +298,18 @@ func TestRequestsPerZnodeBeyondSteady(t *testing.T) {
 	}
 	assert.InDelta(t, 2.0, requestsPerZnode(r, collectTimeline, 100), 1e-9)
 }
+
+// A silent client is loaded once the servers have counted two requests a
+// znode from it (one a znode is a TreeCache half-way through its walk),
+// and only steadyWindow later, so that the steady rate measured before the
+// fault is clear of its walk.
+func TestSilentLoadedAfterTwoReadsAZnodeAndAWindow(t *testing.T) {
+	w := &workload{tree: Tree{Root: "/t", Fanout: []int{10, 10}}, loadedAt: map[int]time.Time{}}
+	n := float64(w.tree.Nodes())
+	t0 := time.Unix(1000, 0)
+	require.False(t, w.silentLoaded(0, n, t0), "one request a znode: half-way")
+	require.False(t, w.silentLoaded(0, 2*n, t0.Add(time.Second)), "loaded now: not yet a window after")
+	require.False(t, w.silentLoaded(0, 2*n+40, t0.Add(5900*time.Millisecond)))
+	require.True(t, w.silentLoaded(0, 2*n+50, t0.Add(6*time.Second)), "a window after the load")
+	require.False(t, w.silentLoaded(1, 2*n, t0.Add(6*time.Second)), "each client by itself")
+}

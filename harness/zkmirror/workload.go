@@ -50,11 +50,14 @@ type workload struct {
 	limit float64
 	// switched are the strategies switch-strategy gave, per client.
 	switched map[int]Switch
+	// loadedAt is when the servers had counted a whole load from a silent
+	// client (see silentLoaded), per client.
+	loadedAt map[int]time.Time
 }
 
 func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, error) {
 	st := s.(*Settings)
-	w := &workload{env: env, cluster: c, s: st, tree: st.Tree, last: map[[2]int]Sample{}}
+	w := &workload{env: env, cluster: c, s: st, tree: st.Tree, last: map[[2]int]Sample{}, loadedAt: map[int]time.Time{}}
 	w.hot = HotSet(w.tree, st.Writer.Share, env.Seed)
 	w.samples = make([][]sample, st.Clients)
 	w.finals = make([][]Sample, st.Clients)
@@ -178,8 +181,8 @@ func (w *workload) ended(i, inc int) {
 }
 
 // Steady counts the clients whose latest sample shows a loaded, fresh
-// mirror; a client that does not report its mirror is counted once the
-// servers have received at least one request per znode from it.
+// mirror; a client that does not report its mirror is counted once it is
+// silentLoaded.
 func (w *workload) Steady() (st lab.Steady) {
 	wlog := w.wlog()
 	st = lab.Steady{Total: w.s.Clients, What: "mirrors fresh"}
@@ -190,7 +193,7 @@ func (w *workload) Steady() (st lab.Steady) {
 	defer func() {
 		switch {
 		case silent == st.Total:
-			st.What = "silent clients loaded (by the servers' count of their requests)"
+			st.What = fmt.Sprintf("silent clients loaded (by the servers' count of their requests: %d a znode, then %.0f s more)", silentReadsPerZnode, steadyWindow)
 		case silent > 0:
 			st.What = fmt.Sprintf("mirrors fresh (%d silent clients: by the servers' count of their requests)", silent)
 		}
@@ -201,7 +204,7 @@ func (w *workload) Steady() (st lab.Steady) {
 		}
 		if !w.reports(ss) {
 			silent++
-			if i < len(loaded) && loaded[i] >= float64(w.tree.Nodes()) {
+			if i < len(loaded) && w.silentLoaded(i, loaded[i], time.Now()) {
 				st.Ready++
 			}
 			continue
@@ -213,6 +216,30 @@ func (w *workload) Steady() (st lab.Steady) {
 		}
 	}
 	return st
+}
+
+// silentReadsPerZnode is what a mirror's load costs by the servers' count:
+// a getChildren and a getData for every znode (Curator's and kazoo's
+// TreeCache, TreeWatcher, the built-in client).
+const silentReadsPerZnode = 2
+
+// silentLoaded says whether a client that reports nothing has loaded its
+// mirror: the servers have counted silentReadsPerZnode requests a znode
+// from it (at one a znode a TreeCache is half-way through its walk), and
+// that was steadyWindow seconds ago, so that the steady rate taken before
+// the fault (beyondSteady) has a window clear of the walk. A client that
+// reads less is taken as steady at the warm-up's deadline, and the
+// timeline says how many were. Call with w.mu held.
+func (w *workload) silentLoaded(i int, reqs float64, now time.Time) bool {
+	if reqs < float64(silentReadsPerZnode*w.tree.Nodes()) {
+		return false
+	}
+	at, ok := w.loadedAt[i]
+	if !ok {
+		w.loadedAt[i] = now
+		return false
+	}
+	return now.Sub(at) >= time.Duration(steadyWindow*float64(time.Second))
 }
 
 // reports says whether a client reports its mirror's freshness.
