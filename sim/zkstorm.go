@@ -556,9 +556,7 @@ func (h zkAct) Handle(s *Sim, arg int64) {
 			// The election and the stabilising the write-up reports with
 			// it end the trigger: a stall under way ends, none returns.
 			z.cured = true
-			for j := range z.sv {
-				z.sv[j].cpu = 1
-			}
+			zkFault{z}.Handle(s, 0)
 		}
 	}
 }
