@@ -67,7 +67,7 @@ func TestIntegration_TreeCacheIsCaught(t *testing.T) {
 	py := python(t)
 	rec := &recorder{T: t}
 	r := labtest.Run(rec, scenario, labtest.Client(py, "zk-treecache-python/treecache.py"),
-		labtest.ClientEnv("CHAOSLAB_EXAMPLE_QUIET", "1"), labtest.Seed(1))
+		labtest.ClientEnv("CHAOSLAB_EXAMPLE_QUIET", "1"), labtest.Seed(1), labtest.Size("ci"))
 	require.NotNil(t, r)
 	t.Log(reports.Summary(r))
 	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
@@ -88,7 +88,8 @@ func TestIntegration_TreeCacheIsCaught(t *testing.T) {
 }
 
 // TestIntegration_PacedHoldsInCI: the Go example through the CLI as a CI
-// job would call it, twice, with JUnit XML that a JUnit reader accepts.
+// job would call it, at the scenario's ci size, with JUnit XML that a
+// JUnit reader accepts.
 func TestIntegration_PacedHoldsInCI(t *testing.T) {
 	labtest.SkipUnlessZooKeeper(t)
 	py := python(t)
@@ -96,8 +97,8 @@ func TestIntegration_PacedHoldsInCI(t *testing.T) {
 	bin, err := labtest.ChaoslabBinary()
 	require.NoError(t, err)
 	out, junit := t.TempDir(), filepath.Join(t.TempDir(), "junit.xml")
-	cmd := exec.Command(bin, "run", scenario, "--client", client, "--client-name", "zk-paced",
-		"--repeat", "2", "--seed", "1", "--junit", junit, "--json", "--out", out)
+	cmd := exec.Command(bin, "run", scenario, "--size", "ci", "--client", client, "--client-name", "zk-paced",
+		"--seed", "1", "--junit", junit, "--json", "--out", out)
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &testWriter{t}
 	require.NoError(t, cmd.Run(), "chaoslab run exits 0 when the client holds every run")
@@ -109,7 +110,7 @@ func TestIntegration_PacedHoldsInCI(t *testing.T) {
 		Report         string `json:"report"`
 	}
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &runs), stdout.String())
-	require.Len(t, runs, 2)
+	require.Len(t, runs, 1)
 	for i, run := range runs {
 		require.Equal(t, int64(1+i), run.Seed)
 		require.Equal(t, "held", run.Verdict)

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/record"
 )
 
 // What a chart is drawn from, prepared before drawing: every variant's
@@ -200,7 +200,7 @@ func stateCount(series []*Series, name string) []*Series {
 		if known {
 			v = on
 		}
-		out.Points = append(out.Points, lab.Pt(t, v))
+		out.Points = append(out.Points, record.Pt(t, v))
 	}
 	return []*Series{out}
 }

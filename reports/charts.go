@@ -12,18 +12,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chaoslab/chaoslab/harness/lab"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/chaoslab/chaoslab/record"
 )
 
 // seriesSpec names a series and how its charts are titled: the plug-ins
 // declare them (Report.Charts).
-type seriesSpec = lab.SeriesDef
+type seriesSpec = record.SeriesDef
 
 const (
 	// maxLegendLines: above this many lines a chart gets no legend but a
@@ -154,37 +155,80 @@ func genericTitle(name string) string {
 
 func buildChartRow(r *Report, spec seriesSpec, al alignment) (chartRow, error) {
 	row := chartRow{Name: spec.Name, Title: spec.Title, Unit: spec.Unit}
+	cv := alignVariants(r, spec, al)
+	sources, colors := cv.colors(&row)
+	cv.legend(&row, spec, sources, colors)
+	ax, marks := cv.yAxis(spec)
+	if marks.faults {
+		row.Marks = append(row.Marks, "fault")
+	}
+	if marks.limit {
+		row.Marks = append(row.Marks, "limit")
+		row.LimitLabel = limitLabel(r, spec.Name)
+	}
+	if marks.oom {
+		row.Marks = append(row.Marks, "oom")
+		row.MarkLabel = markLabel(spec)
+	}
+	ax.xLabel = al.xLabel(ax.xmax-ax.xmin > 1800)
+	for _, v := range cv.vs {
+		cell := chartCell{Variant: v.Name, Verdict: verdictWord(v.Verdict), Class: verdictClass(v.Verdict)}
+		if len(v.Series) > 0 {
+			svg, err := renderChart(v, spec, row.Unit, colors, len(sources), ax)
+			if err != nil {
+				return row, fmt.Errorf("variant %s: %w", v.Name, err)
+			}
+			cell.SVG = svg
+		}
+		row.Cells = append(row.Cells, cell)
+	}
+	return row, nil
+}
 
-	// Each variant as this chart draws it: aligned, states counted.
-	var vs []*VariantResult
-	xmin, xmax := 0.0, 0.0
-	stateN, state := 0, false
-	var stateSources []string
+// chartVariants are the variants as one chart draws them: aligned, each
+// with only the chart's series, and how a state chart counts sources.
+type chartVariants struct {
+	vs           []*VariantResult
+	xmin, xmax   float64
+	state        bool
+	stateN       int
+	stateSources []string
+}
+
+func alignVariants(r *Report, spec seriesSpec, al alignment) chartVariants {
+	var cv chartVariants
 	for _, v := range r.Variants {
 		if v == nil {
 			continue
 		}
 		off := al.offset[v.Name]
 		if isState(spec, v) {
-			state = true
+			cv.state = true
 			n := 0
 			for _, s := range v.Series {
 				if s != nil && s.Name == spec.Name {
 					n++
-					stateSources = append(stateSources, s.Source)
+					cv.stateSources = append(cv.stateSources, s.Source)
 				}
 			}
-			stateN = max(stateN, n)
+			cv.stateN = max(cv.stateN, n)
 		}
-		vs = append(vs, shifted(v, spec, off))
-		xmin, xmax = math.Min(xmin, -off), math.Max(xmax, span(v)-off)
+		cv.vs = append(cv.vs, shifted(v, spec, off))
+		cv.xmin, cv.xmax = math.Min(cv.xmin, -off), math.Max(cv.xmax, span(v)-off)
 	}
+	if cv.xmax <= cv.xmin {
+		cv.xmax = cv.xmin + 1
+	}
+	return cv
+}
 
-	// Sources across variants, one colour each.
+// colors are the sources across variants, in natural order, one colour
+// each; the row takes the series' own unit.
+func (cv chartVariants) colors(row *chartRow) ([]string, map[string]color.NRGBA) {
 	srcSet := map[string]bool{}
 	var sources []string
 	unit := ""
-	for _, v := range vs {
+	for _, v := range cv.vs {
 		for _, s := range v.Series {
 			if unit == "" {
 				unit = s.Unit
@@ -203,11 +247,16 @@ func buildChartRow(r *Report, spec seriesSpec, al alignment) (chartRow, error) {
 	for i, s := range sources {
 		colors[s] = palette[i%len(palette)]
 	}
+	return sources, colors
+}
+
+// legend is the row's legend: a line per source, or a note.
+func (cv chartVariants) legend(row *chartRow, spec seriesSpec, sources []string, colors map[string]color.NRGBA) {
 	switch {
-	case state:
-		kind := sourceKind(stateSources)
-		row.Unit = fmt.Sprintf("%ss (of %d)", kind, stateN)
-		row.LegendNote = fmt.Sprintf("one line: how many of the %d %ss were in this state at each moment (%s); a break is a moment none of them reported", stateN, kind, lowerFirst(spec.Title))
+	case cv.state:
+		kind := sourceKind(cv.stateSources)
+		row.Unit = fmt.Sprintf("%ss (of %d)", kind, cv.stateN)
+		row.LegendNote = fmt.Sprintf("one line: how many of the %d %ss were in this state at each moment (%s); a break is a moment none of them reported", cv.stateN, kind, lowerFirst(spec.Title))
 	case len(sources) <= maxLegendLines:
 		for _, s := range sources {
 			row.Legend = append(row.Legend, legendItem{Source: s, Color: hexColor(colors[s])})
@@ -215,13 +264,19 @@ func buildChartRow(r *Report, spec seriesSpec, al alignment) (chartRow, error) {
 	default:
 		row.LegendNote = fmt.Sprintf("one line per %s (%d %ss)", sourceKind(sources), len(sources), sourceKind(sources))
 	}
+}
 
-	// Shared axes: x over every variant's span, y over every finite
-	// sample (and the memory limit on the memory chart).
+// rowMarks say what the row's charts mark: fault windows, a limit, events.
+type rowMarks struct{ faults, limit, oom bool }
+
+// yAxis is the shared axes: x over every variant's span, y over every
+// finite sample (and the limit, where one is drawn), with head room for
+// the fault labels at the top of the plot.
+func (cv chartVariants) yAxis(spec seriesSpec) (axes, rowMarks) {
+	var mk rowMarks
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	integral := true // every sample a whole number: integer ticks
-	anyFaults, anyLimit, anyOOM := false, false, false
-	for _, v := range vs {
+	for _, v := range cv.vs {
 		for _, s := range v.Series {
 			for _, p := range s.Points {
 				if y := float64(p.V); finite(y) && finite(p.T) {
@@ -233,58 +288,25 @@ func buildChartRow(r *Report, spec seriesSpec, al alignment) (chartRow, error) {
 		if len(v.Series) == 0 {
 			continue
 		}
-		if len(v.Faults) > 0 {
-			anyFaults = true
-		}
+		mk.faults = mk.faults || len(v.Faults) > 0
 		if lim, _, ok := chartLimit(v, spec.Name); ok {
-			anyLimit = true
+			mk.limit = true
 			ymax = math.Max(ymax, lim)
 		}
-		if len(markEvents(v, spec)) > 0 {
-			anyOOM = true
-		}
+		mk.oom = mk.oom || len(markEvents(v, spec)) > 0
 	}
 	if math.IsInf(ymin, 1) { // no finite sample at all
 		ymin, ymax = 0, 1
 	}
-	if state {
-		ymax = math.Max(ymax, float64(stateN))
+	if cv.state {
+		ymax = math.Max(ymax, float64(cv.stateN))
 	}
 	ymin = math.Min(ymin, 0)
 	if ymax <= ymin {
 		ymax = ymin + 1
 	}
-	// Head room for the fault labels at the top of the plot.
 	ymax += (ymax - ymin) * 0.14
-	if xmax <= xmin {
-		xmax = xmin + 1
-	}
-
-	if anyFaults {
-		row.Marks = append(row.Marks, "fault")
-	}
-	if anyLimit {
-		row.Marks = append(row.Marks, "limit")
-		row.LimitLabel = limitLabel(r, spec.Name)
-	}
-	if anyOOM {
-		row.Marks = append(row.Marks, "oom")
-		row.MarkLabel = markLabel(spec)
-	}
-
-	for _, v := range vs {
-		cell := chartCell{Variant: v.Name, Verdict: verdictWord(v.Verdict), Class: verdictClass(v.Verdict)}
-		if len(v.Series) > 0 {
-			ax := axes{xmin: xmin, xmax: xmax, ymin: ymin, ymax: ymax, integer: integral, xLabel: al.xLabel(xmax-xmin > 1800)}
-			svg, err := renderChart(v, spec, row.Unit, colors, len(sources), ax)
-			if err != nil {
-				return row, fmt.Errorf("variant %s: %w", v.Name, err)
-			}
-			cell.SVG = svg
-		}
-		row.Cells = append(row.Cells, cell)
-	}
-	return row, nil
+	return axes{xmin: cv.xmin, xmax: cv.xmax, ymin: ymin, ymax: ymax, integer: integral}, mk
 }
 
 func lowerFirst(s string) string {
@@ -387,34 +409,7 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 		}
 	}()
 
-	p := plot.New()
-	styleText := func(s *text.Style, size vg.Length) {
-		s.Font.Typeface = "Liberation"
-		s.Font.Variant = "Sans"
-		s.Font.Size = size
-		s.Color = inkColor
-	}
-	styleText(&p.Title.TextStyle, 11)
-	styleText(&p.X.Label.TextStyle, 9)
-	styleText(&p.Y.Label.TextStyle, 9)
-	styleText(&p.X.Tick.Label, 8.5)
-	styleText(&p.Y.Tick.Label, 8.5)
-	styleText(&p.Legend.TextStyle, 8)
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.LineStyle.Color = inkColor
-		a.Tick.LineStyle.Color = inkColor
-		a.Tick.Length = vg.Points(4)
-		a.Padding = vg.Points(2)
-	}
-	p.BackgroundColor = color.White
-	p.X.Label.Text = ax.xLabel
-	p.Y.Label.Text = unit
-	p.X.Tick.Marker = niceTicks{n: 8}
-	if ax.xmax-ax.xmin > 1800 { // a simulated incident's hours
-		p.X.Tick.Marker = clockTicks{n: 8}
-	}
-	p.Y.Tick.Marker = niceTicks{n: 5, integer: ax.integer}
-
+	p := newPlot(ax, unit)
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = gridColor, gridColor
 	grid.Vertical.Width, grid.Horizontal.Width = vg.Points(0.5), vg.Points(0.5)
@@ -424,32 +419,8 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 		p.Add(&faultShading{faults: v.Faults, label: p.X.Tick.Label})
 	}
 
-	width := vg.Points(1.3)
-	if nLines > maxLegendLines {
-		width = vg.Points(0.9)
-	}
-	for _, s := range v.Series {
-		if s == nil || s.Name != spec.Name {
-			continue
-		}
-		for _, seg := range segments(s.Points, ymin, ymax) {
-			l, err := plotter.NewLine(seg)
-			if err != nil {
-				return "", err
-			}
-			l.LineStyle.Color = colors[s.Source]
-			l.LineStyle.Width = width
-			p.Add(l)
-		}
-		// A lone sample between gaps draws no line: show it as a dot.
-		for _, seg := range singles(s.Points, ymin, ymax) {
-			sc, err := plotter.NewScatter(seg)
-			if err != nil {
-				return "", err
-			}
-			sc.GlyphStyle = draw.GlyphStyle{Color: colors[s.Source], Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
-			p.Add(sc)
-		}
+	if err := addLines(p, v, spec, colors, nLines, ymin, ymax); err != nil {
+		return "", err
 	}
 
 	lim, limLabel, hasLimit := chartLimit(v, spec.Name)
@@ -936,4 +907,69 @@ func digitPrefix(s string) string {
 		i++
 	}
 	return s[:i]
+}
+
+// newPlot is a styled plot with the row's axes.
+func newPlot(ax axes, unit string) *plot.Plot {
+	p := plot.New()
+	styleText := func(s *text.Style, size vg.Length) {
+		s.Font.Typeface = "Liberation"
+		s.Font.Variant = "Sans"
+		s.Font.Size = size
+		s.Color = inkColor
+	}
+	styleText(&p.Title.TextStyle, 11)
+	styleText(&p.X.Label.TextStyle, 9)
+	styleText(&p.Y.Label.TextStyle, 9)
+	styleText(&p.X.Tick.Label, 8.5)
+	styleText(&p.Y.Tick.Label, 8.5)
+	styleText(&p.Legend.TextStyle, 8)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.LineStyle.Color = inkColor
+		a.Tick.LineStyle.Color = inkColor
+		a.Tick.Length = vg.Points(4)
+		a.Padding = vg.Points(2)
+	}
+	p.BackgroundColor = color.White
+	p.X.Label.Text = ax.xLabel
+	p.Y.Label.Text = unit
+	p.X.Tick.Marker = niceTicks{n: 8}
+	if ax.xmax-ax.xmin > 1800 { // a simulated incident's hours
+		p.X.Tick.Marker = clockTicks{n: 8}
+	}
+	p.Y.Tick.Marker = niceTicks{n: 5, integer: ax.integer}
+
+	return p
+}
+
+// addLines draws each source's series as lines, a lone sample as a dot.
+func addLines(p *plot.Plot, v *VariantResult, spec seriesSpec, colors map[string]color.NRGBA, nLines int, ymin, ymax float64) error {
+	width := vg.Points(1.3)
+	if nLines > maxLegendLines {
+		width = vg.Points(0.9)
+	}
+	for _, s := range v.Series {
+		if s == nil || s.Name != spec.Name {
+			continue
+		}
+		for _, seg := range segments(s.Points, ymin, ymax) {
+			l, err := plotter.NewLine(seg)
+			if err != nil {
+				return err
+			}
+			l.LineStyle.Color = colors[s.Source]
+			l.LineStyle.Width = width
+			p.Add(l)
+		}
+		// A lone sample between gaps draws no line: show it as a dot.
+		for _, seg := range singles(s.Points, ymin, ymax) {
+			sc, err := plotter.NewScatter(seg)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: colors[s.Source], Radius: vg.Points(1.5), Shape: draw.CircleGlyph{}}
+			p.Add(sc)
+		}
+	}
+	return nil
 }

@@ -201,6 +201,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <h2>Variant <code>{{.Name}}</code> <span class="badge {{.Class}}">{{.Verdict}}</span></h2>
 {{if .Description}}<p>{{.Description}}</p>{{end}}
 <p><strong>Verdict {{.Verdict}}</strong> (expected {{.Expect}}, as expected: {{.AsExpected}}){{if .Reason}}: {{.Reason}}{{end}}</p>
+{{if .Steady}}<p class="desc">{{.Steady}}</p>{{end}}
 <p class="desc">Started {{.StartedAt}}.</p>
 
 <div class="grid2">
@@ -217,8 +218,8 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 </div>
 
 <h3>Fault windows</h3>
-{{if .Faults}}<table><thead><tr><th>Fault</th><th>Target</th><th>Member</th><th class="num">From</th><th class="num">To</th><th>Detail</th></tr></thead><tbody>
-{{range .Faults}}<tr><td><strong>{{.Fault}}</strong></td><td>{{.Target}}</td><td>{{.Member}}</td><td class="num">{{.From}}</td><td class="num">{{.To}}</td><td class="desc">{{.Detail}}</td></tr>
+{{if .Faults}}<table><thead><tr><th>Fault</th><th>Target</th><th>Member</th><th class="num">From</th><th class="num">To</th><th>Landed (read back)</th><th>Detail</th></tr></thead><tbody>
+{{range .Faults}}<tr><td><strong>{{.Fault}}</strong></td><td>{{.Target}}</td><td>{{.Member}}</td><td class="num">{{.From}}</td><td class="num">{{.To}}</td><td class="desc">{{.Landed}}</td><td class="desc">{{.Detail}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="desc">No fault was injected.</p>{{end}}
 
 <h3>Notable events</h3>

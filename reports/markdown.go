@@ -8,8 +8,20 @@ import (
 // markdown renders the report as report.md.
 func markdown(v *view) string {
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	mdHead(&b, v)
+	mdRun(&b, v)
+	for _, vv := range v.Variants {
+		mdVariant(&b, vv)
+	}
+	mdJudged(&b, v)
+	mdSimulated(&b, v)
+	mdTail(&b, v)
+	return b.String()
+}
 
+// mdHead is the title, the sources and the verdict.
+func mdHead(b *strings.Builder, v *view) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("# %s\n\n", mdText(v.Title))
 	var sub []string
 	if v.CaseID != "" {
@@ -54,7 +66,11 @@ func markdown(v *view) string {
 	if v.Description != "" {
 		p("%s\n\n", mdText(v.Description))
 	}
+}
 
+// mdRun is the run's facts and versions.
+func mdRun(b *strings.Builder, v *view) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Run\n\n| | |\n|---|---|\n")
 	for _, f := range v.Facts {
 		p("| %s | %s |\n", f.K, mdCell(f.V))
@@ -67,79 +83,88 @@ func markdown(v *view) string {
 		}
 		p("\n")
 	}
+}
 
-	for _, vv := range v.Variants {
-		p("## Variant `%s`: %s\n\n", vv.Name, vv.Verdict)
-		if vv.Description != "" {
-			p("%s\n\n", mdText(vv.Description))
-		}
-		p("Verdict **%s** (expected %s, as expected: %s)", vv.Verdict, vv.Expect, vv.AsExpected)
-		if vv.Reason != "" {
-			p(": %s", mdText(vv.Reason))
-		}
-		p("\n\nStarted %s.\n\n", vv.StartedAt)
-
-		p("### %s\n\n| | |\n|---|---|\n", vv.WorkloadTitle)
-		for _, f := range vv.Workload {
-			p("| %s | %s |\n", f.K, mdCell(f.V))
-		}
-		p("\n")
-
-		p("### Hypotheses\n\n")
-		checkTable(&b, vv.Hypotheses, "Hypothesis")
-
-		p("### Fault windows\n\n")
-		if len(vv.Faults) == 0 {
-			p("No fault was injected.\n\n")
-		} else {
-			p("| Fault | Target | Member | From | To | Detail |\n|---|---|---|---|---|---|\n")
-			for _, f := range vv.Faults {
-				p("| %s | %s | %s | %s | %s | %s |\n", mdCell(f.Fault), mdCell(f.Target), mdCell(f.Member), f.From, f.To, mdCell(f.Detail))
-			}
-			p("\n")
-		}
-
-		p("### Notable events\n\n")
-		if len(vv.Events) == 0 {
-			p("No OOM kill, client exit or leader change.\n\n")
-		} else {
-			p("| t | Event | Source | Detail |\n|---|---|---|---|\n")
-			for _, e := range vv.Events {
-				p("| %s | %s | %s | %s |\n", e.T, e.Kind, mdCell(e.Source), mdCell(e.Detail))
-			}
-			if vv.EventsMore > 0 {
-				p("\n… and %d more in report.json.\n", vv.EventsMore)
-			}
-			p("\n")
-		}
-
-		if vv.Simulated && len(vv.Clients) == 0 {
-			continue
-		}
-		p("### %s\n\n", vv.WhoAll)
-		if len(vv.Clients) == 0 {
-			p("No client summary was recorded.\n\n")
-		} else {
-			p("| %s | Starts | Exits | OOM kills | Peak memory charged (MiB) | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|---|\n", vv.Who)
-			for _, c := range vv.Clients {
-				log := "—"
-				if c.Log != "" {
-					log = mdLink(c.Log)
-				}
-				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.ID), c.Starts, mdCell(c.Exits), c.OOMKills, c.PeakCharged, c.PeakRSS, c.Requests, c.Reconnects, log)
-			}
-			p("\n")
-		}
-		if vv.LogDir != "" {
-			p("Logs: %s\n\n", mdLink(vv.LogDir))
-		}
+// mdVariant is one variant: its verdict, settings, hypotheses, faults, events and clients.
+func mdVariant(b *strings.Builder, vv variantView) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("## Variant `%s`: %s\n\n", vv.Name, vv.Verdict)
+	if vv.Description != "" {
+		p("%s\n\n", mdText(vv.Description))
+	}
+	p("Verdict **%s** (expected %s, as expected: %s)", vv.Verdict, vv.Expect, vv.AsExpected)
+	if vv.Reason != "" {
+		p(": %s", mdText(vv.Reason))
+	}
+	p("\n\nStarted %s.\n\n", vv.StartedAt)
+	if vv.Steady != "" {
+		p("%s\n\n", mdText(vv.Steady))
 	}
 
+	p("### %s\n\n| | |\n|---|---|\n", vv.WorkloadTitle)
+	for _, f := range vv.Workload {
+		p("| %s | %s |\n", f.K, mdCell(f.V))
+	}
+	p("\n")
+
+	p("### Hypotheses\n\n")
+	checkTable(b, vv.Hypotheses, "Hypothesis")
+
+	p("### Fault windows\n\n")
+	if len(vv.Faults) == 0 {
+		p("No fault was injected.\n\n")
+	} else {
+		p("| Fault | Target | Member | From | To | Landed (read back) | Detail |\n|---|---|---|---|---|---|---|\n")
+		for _, f := range vv.Faults {
+			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(f.Fault), mdCell(f.Target), mdCell(f.Member), f.From, f.To, mdCell(f.Landed), mdCell(f.Detail))
+		}
+		p("\n")
+	}
+
+	p("### Notable events\n\n")
+	if len(vv.Events) == 0 {
+		p("No OOM kill, client exit or leader change.\n\n")
+	} else {
+		p("| t | Event | Source | Detail |\n|---|---|---|---|\n")
+		for _, e := range vv.Events {
+			p("| %s | %s | %s | %s |\n", e.T, e.Kind, mdCell(e.Source), mdCell(e.Detail))
+		}
+		if vv.EventsMore > 0 {
+			p("\n… and %d more in report.json.\n", vv.EventsMore)
+		}
+		p("\n")
+	}
+
+	if vv.Simulated && len(vv.Clients) == 0 {
+		return
+	}
+	p("### %s\n\n", vv.WhoAll)
+	if len(vv.Clients) == 0 {
+		p("No client summary was recorded.\n\n")
+	} else {
+		p("| %s | Starts | Exits | OOM kills | Peak memory charged (MiB) | Peak RSS (MiB) | Requests | Reconnects | Log |\n|---|---|---|---|---|---|---|---|---|\n", vv.Who)
+		for _, c := range vv.Clients {
+			log := "—"
+			if c.Log != "" {
+				log = mdLink(c.Log)
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(c.ID), c.Starts, mdCell(c.Exits), c.OOMKills, c.PeakCharged, c.PeakRSS, c.Requests, c.Reconnects, log)
+		}
+		p("\n")
+	}
+	if vv.LogDir != "" {
+		p("Logs: %s\n\n", mdLink(vv.LogDir))
+	}
+}
+
+// mdJudged is the comparisons and the evidence.
+func mdJudged(b *strings.Builder, v *view) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## Comparisons\n\n")
 	if len(v.Comparisons) == 0 {
 		p("No comparison across variants in this run.\n\n")
 	} else {
-		checkTable(&b, v.Comparisons, "Comparison")
+		checkTable(b, v.Comparisons, "Comparison")
 	}
 
 	p("## Evidence\n\n")
@@ -160,7 +185,11 @@ func markdown(v *view) string {
 		}
 		p("\n")
 	}
+}
 
+// mdSimulated is a simulated run's comparison with the incident and its maps.
+func mdSimulated(b *strings.Builder, v *view) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	if len(v.Incident) > 0 {
 		p("## %s\n\n", v.IncidentTitle)
 		p("| %s | %s | Variant | Metric | Simulated | Agreement band | Result |\n|---|---|---|---|---|---|---|\n", v.IncidentWhat, v.IncidentPub)
@@ -182,7 +211,11 @@ func markdown(v *view) string {
 			}
 		}
 	}
+}
 
+// mdTail is how to rerun, how to read and the logs.
+func mdTail(b *strings.Builder, v *view) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## How to rerun\n\n")
 	if v.Rerun != "" {
 		p("```sh\n%s\n```\n\n", v.Rerun)
@@ -206,7 +239,6 @@ func markdown(v *view) string {
 		p("\n")
 	}
 	p("The full record is [report.json](report.json); [index.html](index.html) shows this report with charts.\n")
-	return b.String()
 }
 
 func checkTable(b *strings.Builder, rows []checkRow, what string) {

@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/instances"
-	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/record"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -85,12 +84,14 @@ type variantView struct {
 	Expect      string
 	AsExpected  string
 	Reason      string
-	Workload    []kv
-	Hypotheses  []checkRow
-	Faults      []faultRow
-	Events      []eventRow
-	EventsMore  int
-	Clients     []clientRow
+	// Steady says what the steady-state checks before the first fault found.
+	Steady     string
+	Workload   []kv
+	Hypotheses []checkRow
+	Faults     []faultRow
+	Events     []eventRow
+	EventsMore int
+	Clients    []clientRow
 	// Who the Clients rows are: "Client", or "Server" for a front-end fleet.
 	Who    string
 	WhoAll string
@@ -115,7 +116,20 @@ type checkRow struct {
 	Near        bool   // within verdict.NearFactor of the threshold
 }
 
-type faultRow struct{ Fault, Target, Member, From, To, Detail string }
+type faultRow struct{ Fault, Target, Member, From, To, Detail, Landed string }
+
+// landed says in a cell what a fault's proofs read back: each target's
+// outcome and what was observed.
+func landed(f FaultWindow) string {
+	if len(f.Proofs) == 0 {
+		return "not read back"
+	}
+	parts := make([]string, len(f.Proofs))
+	for i, p := range f.Proofs {
+		parts[i] = fmt.Sprintf("%s %s at %s: %s", p.Target, strings.ToUpper(p.Landed), fmtSeconds(p.T), p.Observed)
+	}
+	return strings.Join(parts, "; ")
+}
 
 type eventRow struct{ T, Kind, Source, Detail string }
 
@@ -137,14 +151,15 @@ const maxEvents = 40
 
 // notableKinds are the event kinds listed under "Notable events".
 var notableKinds = map[string]string{
-	"oom-kill":    "OOM kill",
-	"client-exit": "client exit",
-	"leader":      "leader change",
-	"state":       "server state",
-	"health":      "health check",
-	"fault":       "fault injected",
-	"fault-end":   "fault ended",
-	"note":        "note",
+	"oom-kill":     "OOM kill",
+	"client-exit":  "client exit",
+	"leader":       "leader change",
+	"state":        "server state",
+	"health":       "health check",
+	"fault":        "fault injected",
+	"fault-end":    "fault ended",
+	"fault-missed": "fault did not land",
+	"note":         "note",
 }
 
 func newView(r *Report) *view {
@@ -183,29 +198,7 @@ func newView(r *Report) *view {
 		v.Expectation = "Expectation NOT met: the run did not show what the scenario says it should (see the variants and comparisons below)."
 	}
 
-	v.Facts = []kv{
-		{"Run id", r.RunID},
-		{"Seed", strconv.FormatInt(r.Seed, 10)},
-		{"Backend", orDash(strings.TrimSpace(r.Backend + " " + paren(r.BackendWhy)))},
-		{"Started", fmtTime(r.StartedAt)},
-		{"Ended", fmtTime(r.EndedAt)},
-		{"Duration", fmtDuration(r.StartedAt, r.EndedAt)},
-		{"Host", fmtHost(r.Host)},
-	}
-	if v.ScenarioID != "" {
-		v.Facts = append(v.Facts, kv{"Scenario", v.ScenarioID})
-	}
-	if r.Scenario != nil && r.Scenario.Source != "" {
-		v.Facts = append(v.Facts, kv{"Scenario file", r.Scenario.Source})
-	}
-	keys := make([]string, 0, len(r.Versions))
-	for k := range r.Versions {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v.Versions = append(v.Versions, kv{k, r.Versions[k]})
-	}
+	v.Facts, v.Versions = runFacts(r, v.ScenarioID)
 
 	for _, vr := range r.Variants {
 		if vr == nil {
@@ -222,30 +215,7 @@ func newView(r *Report) *view {
 			v.Logs = append(v.Logs, kv{vr.Name, vr.LogDir})
 		}
 	}
-	for _, c := range r.Comparisons {
-		v.Comparisons = append(v.Comparisons, newCheckRow(c, r.MetricDocs))
-	}
-	for _, e := range r.Evidence {
-		row := newEvidenceRow(e)
-		for _, name := range v.EvidenceCol {
-			if x, ok := e.Observed[name]; ok {
-				row.Values = append(row.Values, verdict.FormatValue(float64(x)))
-			} else {
-				row.Values = append(row.Values, "—")
-			}
-		}
-		v.Evidence = append(v.Evidence, row)
-	}
-	v.IncidentTitle, v.IncidentWhat, v.IncidentPub = "Against the write-up", "What the write-up says", "Published"
-	for _, row := range r.Incident {
-		v.Incident = append(v.Incident, newIncidentView(row))
-		if row.Against != "" {
-			v.IncidentTitle, v.IncidentWhat, v.IncidentPub = "Against the "+row.Against, "Compared with", "Measured there"
-		}
-	}
-	for _, m := range r.Maps {
-		v.Maps = append(v.Maps, newMapView(m))
-	}
+	v.addJudged(r)
 	v.HowTo = howToRead
 	return v
 }
@@ -276,10 +246,11 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 	for _, c := range vr.Hypotheses {
 		vv.Hypotheses = append(vv.Hypotheses, newCheckRow(c, docs))
 	}
+	vv.Steady = steadyLine(vr)
 	for _, f := range vr.Faults {
 		vv.Faults = append(vv.Faults, faultRow{
 			Fault: f.Fault, Target: orDash(f.Target), Member: orDash(f.Member),
-			From: fmtSeconds(f.Start), To: fmtSeconds(f.End), Detail: f.Detail,
+			From: fmtSeconds(f.Start), To: fmtSeconds(f.End), Detail: f.Detail, Landed: landed(f),
 		})
 	}
 	events := append([]Event(nil), vr.Events...)
@@ -299,7 +270,7 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 	if vv.Who == "" {
 		vv.Who, vv.WhoAll = "Client", "Clients"
 	}
-	charged := peaks(vr, instances.SeriesMemory)
+	charged := peaks(vr, record.SeriesClientMemory)
 	for _, c := range vr.Clients {
 		vv.Clients = append(vv.Clients, clientRow{
 			PeakCharged: charged(c.ID),
@@ -316,7 +287,7 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 	return vv
 }
 
-func factRows(fs []lab.Fact) []kv {
+func factRows(fs []record.Fact) []kv {
 	out := make([]kv, len(fs))
 	for i, f := range fs {
 		out[i] = kv{f.Name, f.Value}
@@ -552,4 +523,95 @@ func peaks(vr *VariantResult, name string) func(source string) string {
 		}
 		return "—"
 	}
+}
+
+// runFacts are the run's facts (id, seed, backend, times, host, scenario,
+// size and its bounds) and its versions, in order.
+func runFacts(r *Report, scenarioID string) (facts, versions []kv) {
+	facts = []kv{
+		{"Run id", r.RunID},
+		{"Seed", strconv.FormatInt(r.Seed, 10)},
+		{"Backend", orDash(strings.TrimSpace(r.Backend + " " + paren(r.BackendWhy)))},
+		{"Started", fmtTime(r.StartedAt)},
+		{"Ended", fmtTime(r.EndedAt)},
+		{"Duration", fmtDuration(r.StartedAt, r.EndedAt)},
+		{"Host", fmtHost(r.Host)},
+	}
+	if scenarioID != "" {
+		facts = append(facts, kv{"Scenario", scenarioID})
+	}
+	if r.Scenario != nil && r.Scenario.Source != "" {
+		facts = append(facts, kv{"Scenario file", r.Scenario.Source})
+	}
+	if r.Scenario != nil && r.Scenario.Size != "" {
+		sz := r.Scenario.Sizes[r.Scenario.Size]
+		facts = append(facts, kv{"Size", r.Scenario.Size + ": " + strings.TrimSpace(sz.Description)})
+		for _, b := range sz.Bounds {
+			facts = append(facts, kv{"Bound at size " + r.Scenario.Size, fmt.Sprintf("%s: %g (%s)", b.Hypothesis, b.Threshold, strings.TrimSpace(b.Why))})
+		}
+	}
+	keys := make([]string, 0, len(r.Versions))
+	for k := range r.Versions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		versions = append(versions, kv{k, r.Versions[k]})
+	}
+
+	return facts, versions
+}
+
+// addJudged adds the comparisons, the evidence rows, a simulated run's
+// comparison with the incident and its maps.
+func (v *view) addJudged(r *Report) {
+	for _, c := range r.Comparisons {
+		v.Comparisons = append(v.Comparisons, newCheckRow(c, r.MetricDocs))
+	}
+	for _, e := range r.Evidence {
+		row := newEvidenceRow(e)
+		for _, name := range v.EvidenceCol {
+			if x, ok := e.Observed[name]; ok {
+				row.Values = append(row.Values, verdict.FormatValue(float64(x)))
+			} else {
+				row.Values = append(row.Values, "—")
+			}
+		}
+		v.Evidence = append(v.Evidence, row)
+	}
+	v.IncidentTitle, v.IncidentWhat, v.IncidentPub = "Against the write-up", "What the write-up says", "Published"
+	for _, row := range r.Incident {
+		v.Incident = append(v.Incident, newIncidentView(row))
+		if row.Against != "" {
+			v.IncidentTitle, v.IncidentWhat, v.IncidentPub = "Against the "+row.Against, "Compared with", "Measured there"
+		}
+	}
+	for _, m := range r.Maps {
+		v.Maps = append(v.Maps, newMapView(m))
+	}
+}
+
+// steadyLine says in a sentence what the steady-state checks found before
+// the first fault ("" when the record keeps none).
+func steadyLine(vr *VariantResult) string {
+	st := vr.Steady
+	if st == nil {
+		return ""
+	}
+	if bad := vr.Unfounded(); len(bad) > 0 {
+		var ss []string
+		for _, b := range bad {
+			if s, ok := strings.CutPrefix(b, "steady state: "); ok {
+				ss = append(ss, s)
+			}
+		}
+		if len(ss) > 0 {
+			return "Steady state before the first fault FAILED: " + strings.Join(ss, "; ") + "."
+		}
+	}
+	health := "servers healthy"
+	if !st.Checked {
+		health = "servers' health not checked"
+	}
+	return fmt.Sprintf("Steady state before the first fault: %d of %d %s, %s, no instance exited.", st.Ready, st.Total, st.What, health)
 }

@@ -191,7 +191,7 @@ func testReport(t *testing.T) *Report {
 		RunID:     "20251129-140000-il-0587",
 		StartedAt: t0,
 		EndedAt:   t0.Add(4*time.Minute + 31*time.Second),
-		Scenario:  s,
+		Scenario:  s.Info(), Spec: new(WithPublished(s.Spec(), "IL-0587")),
 		Case: CaseRef{
 			ID: "IL-0587", Title: "Overloaded ZooKeeper leader set off TreeCache refresh floods",
 			Record:  "seeds/il-0587.yaml",
@@ -216,30 +216,7 @@ func testReport(t *testing.T) *Report {
 		MetricDocs: map[string]string{"clients.oom_kills": "client processes killed by the kernel's OOM killer"},
 		Rerun:      "chaoslab run il-0587-zk-treecache-reconnect-storm --seed 42 --backend docker",
 	}
-	byVariant := map[string]map[string]float64{}
-	var outcomes []verdict.Outcome
-	for _, v := range r.Variants {
-		m := map[string]float64{}
-		for k, x := range v.Metrics {
-			m[k] = float64(x)
-		}
-		byVariant[v.Name] = m
-		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: v.Verdict, Expect: v.Expect, Reason: v.Reason})
-	}
-	for _, c := range s.Comparisons {
-		r.Comparisons = append(r.Comparisons, verdict.Comparison(c, byVariant))
-	}
-	for _, e := range s.Evidence {
-		row := EvidenceRow{Incident: e.Incident, Metric: e.Metric, Observed: map[string]verdict.Float{}}
-		for name, m := range byVariant {
-			if x, ok := m[e.Metric]; ok {
-				row.Observed[name] = verdict.Float(x)
-			}
-		}
-		r.Evidence = append(r.Evidence, r.judgeEvidence(row, e))
-	}
-	r.Verdict, r.Reason = verdict.Scenario(outcomes, r.Comparisons)
-	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
+	r.Judge(*r.Spec)
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
 	require.True(t, r.ExpectationMet)
 	return r
@@ -264,7 +241,8 @@ func TestWriteRoundTrip(t *testing.T) {
 	require.Equal(t, r.ExpectationMet, got.ExpectationMet)
 	require.Equal(t, r.Rerun, got.Rerun)
 	require.Equal(t, r.Case, got.Case)
-	require.Equal(t, r.Scenario.Hypotheses, got.Scenario.Hypotheses)
+	require.Equal(t, r.Scenario, got.Scenario)
+	require.Equal(t, r.Spec, got.Spec)
 	require.Len(t, got.Variants, len(r.Variants))
 	for i, want := range r.Variants {
 		v := got.Variants[i]
@@ -299,7 +277,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	require.Equal(t, r.Comparisons, got.Comparisons)
 
 	// Re-checking the loaded report with its own scenario reaches the same verdict.
-	vd, reason, err := got.Recheck(nil)
+	vd, reason, err := got.Recheck()
 	require.NoError(t, err)
 	require.Equal(t, r.Verdict, vd)
 	require.Equal(t, r.Reason, reason)
@@ -318,7 +296,7 @@ func TestWriteMarkdown(t *testing.T) {
 	require.Contains(t, md, "IL-0587")
 	require.Contains(t, md, "## Verdict: **REPRODUCED**")
 	require.Contains(t, md, "Expectation met")
-	for _, h := range r.Scenario.Hypotheses {
+	for _, h := range r.Spec.Hypotheses {
 		require.Contains(t, md, h.ID)
 	}
 	require.Contains(t, md, "peak-ratio")
@@ -352,7 +330,7 @@ func TestWriteHTML(t *testing.T) {
 
 	require.Contains(t, page, "<svg")
 	require.Contains(t, page, "REPRODUCED")
-	for _, h := range r.Scenario.Hypotheses {
+	for _, h := range r.Spec.Hypotheses {
 		require.Contains(t, page, h.ID)
 	}
 	require.Contains(t, page, r.Rerun)
@@ -403,13 +381,13 @@ func TestChartsSharedYRange(t *testing.T) {
 func TestRecheckFlipsVerdict(t *testing.T) {
 	cases := []struct {
 		name   string
-		change func(s *scenarios.Scenario)
+		change func(s *verdict.Spec)
 		want   verdict.Verdict
 	}{
 		{
 			// A tighter bound that the mitigation does not keep either.
 			name: "tighter threshold",
-			change: func(s *scenarios.Scenario) {
+			change: func(s *verdict.Spec) {
 				s.Hypotheses[0].Threshold = 100
 			},
 			want: verdict.Violated,
@@ -418,7 +396,7 @@ func TestRecheckFlipsVerdict(t *testing.T) {
 			// Bounds so loose that the vulnerable variant passes: the
 			// incident does not reproduce.
 			name: "looser thresholds",
-			change: func(s *scenarios.Scenario) {
+			change: func(s *verdict.Spec) {
 				s.Hypotheses[0].Threshold = 10000
 				s.Hypotheses[1].Op, s.Hypotheses[1].Threshold = "<=", 5
 				s.Hypotheses = s.Hypotheses[:2]
@@ -434,15 +412,17 @@ func TestRecheckFlipsVerdict(t *testing.T) {
 			loaded, err := Load(dir)
 			require.NoError(t, err)
 
-			changed := *loaded.Scenario
-			changed.Hypotheses = append([]scenarios.Hypothesis(nil), loaded.Scenario.Hypotheses...)
+			original := loaded.Spec
+			changed := *loaded.Spec
+			changed.Hypotheses = append([]verdict.Hypothesis(nil), loaded.Spec.Hypotheses...)
 			tc.change(&changed)
-			vd, reason, err := loaded.Recheck(&changed)
+			loaded.Spec = &changed
+			vd, reason, err := loaded.Recheck()
 			require.NoError(t, err)
 			require.Equal(t, tc.want, vd, reason)
 			require.False(t, loaded.ExpectationMet)
-			// The original scenario is untouched and still reproduces.
-			require.Equal(t, float64(1000), loaded.Scenario.Hypotheses[0].Threshold)
+			// The original spec is untouched.
+			require.Equal(t, float64(1000), original.Hypotheses[0].Threshold)
 
 			// The re-checked report renders its new verdict.
 			require.NoError(t, Write(loaded, dir))
@@ -450,11 +430,12 @@ func TestRecheckFlipsVerdict(t *testing.T) {
 			require.NoError(t, err)
 			require.Contains(t, string(md), "## Verdict: **"+strings.ToUpper(string(tc.want))+"**")
 
+			// The record keeps the spec it was judged by.
 			again, err := Load(dir)
 			require.NoError(t, err)
-			vd, _, err = again.Recheck(nil)
+			vd, _, err = again.Recheck()
 			require.NoError(t, err)
-			require.Equal(t, verdict.Reproduced, vd)
+			require.Equal(t, tc.want, vd)
 		})
 	}
 }
@@ -467,7 +448,7 @@ func TestSummary(t *testing.T) {
 	require.Contains(t, s, "REPRODUCED")
 	require.Contains(t, s, "vulnerable: violated (as expected)")
 	require.Contains(t, s, "mitigated: held (as expected)")
-	for _, h := range r.Scenario.Hypotheses {
+	for _, h := range r.Spec.Hypotheses {
 		n := 0
 		for _, line := range strings.Split(s, "\n") {
 			l := strings.TrimSpace(line)
@@ -550,7 +531,7 @@ func TestWriteSingleVariantFewClients(t *testing.T) {
 		}
 	}
 	v.Series = keep
-	vd, _, err := r.Recheck(nil)
+	vd, _, err := r.Recheck()
 	require.NoError(t, err)
 	require.Equal(t, verdict.Violated, vd) // the single variant's own verdict
 	require.Empty(t, r.Comparisons)

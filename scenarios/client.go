@@ -46,6 +46,9 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 		return nil, "", nil, fmt.Errorf("add client to %s: %w", s.ID, err)
 	}
 	out, err := Parse(s.Source, buf.Bytes())
+	if err == nil {
+		out, err = out.Sized(s.Size)
+	}
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("add client to %s: %w", s.ID, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/record"
 )
 
 //go:embed *.yaml
@@ -144,6 +145,31 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		return nil, Errors{{File: file, Msg: "empty document"}}
 	}
 	root := doc.Content[0]
+	s, errs := parseRoot(file, root)
+	if errs != nil {
+		return nil, errs
+	}
+	s.root = root
+	// Every size is checked as it would run.
+	for _, name := range s.SizeNames() {
+		if _, err := s.Sized(name); err != nil {
+			var es Errors
+			if !errors.As(err, &es) {
+				es = Errors{{File: file, Field: "sizes." + name, Msg: err.Error()}}
+			}
+			errs = append(errs, es...)
+		}
+	}
+	if errs != nil {
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		return nil, errs
+	}
+	return s, nil
+}
+
+// parseRoot checks and decodes a scenario's root mapping; every problem
+// names file:line and the field path.
+func parseRoot(file string, root *yaml.Node) (*Scenario, Errors) {
 	c := &checker{file: file}
 	c.walk(root, reflect.TypeOf(Scenario{}), "")
 	c.walkPlugins(root)
@@ -219,36 +245,7 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			c.add(n, path, "want a mapping")
-			return
-		}
-		fields := map[string]reflect.StructField{}
-		var known []string
-		for _, f := range yamlFields(t) {
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "" {
-				name = strings.ToLower(f.Name)
-			}
-			fields[name] = f
-			known = append(known, name)
-		}
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
-			f, ok := fields[k.Value]
-			if !ok {
-				c.add(k, p, "unknown field (known: %s)", strings.Join(known, ", "))
-				continue
-			}
-			if seen[k.Value] {
-				c.add(k, p, "repeated field")
-			}
-			seen[k.Value] = true
-			c.walk(v, f.Type, p)
-		}
-		c.required(n, t, path, seen)
+		c.walkStruct(n, t, path)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			c.add(n, path, "want a mapping")
@@ -289,6 +286,41 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 			c.add(n, path, "want a number, got %s", found(n))
 		}
 	}
+}
+
+// walkStruct checks a mapping against a struct: every key one of its
+// fields, none twice, the required ones there, each value in turn.
+func (c *checker) walkStruct(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		c.add(n, path, "want a mapping")
+		return
+	}
+	fields := map[string]reflect.StructField{}
+	var known []string
+	for _, f := range yamlFields(t) {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		fields[name] = f
+		known = append(known, name)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		p := join(path, k.Value)
+		f, ok := fields[k.Value]
+		if !ok {
+			c.add(k, p, "unknown field (known: %s)", strings.Join(known, ", "))
+			continue
+		}
+		if seen[k.Value] {
+			c.add(k, p, "repeated field")
+		}
+		seen[k.Value] = true
+		c.walk(v, f.Type, p)
+	}
+	c.required(n, t, path, seen)
 }
 
 // duration checks a duration's form as the schema gives it
@@ -440,3 +472,52 @@ func yamlErrLine(err error) int {
 
 // ReadBuiltin returns the source text of a built-in scenario file.
 func ReadBuiltin(name string) ([]byte, error) { return builtin.ReadFile(name) }
+
+// OfRecord is the scenario a record was run from, parsed again from the
+// source text it keeps, at the size it was run at.
+func OfRecord(r *record.Report) (*Scenario, error) {
+	if r.ScenarioYAML == "" || r.Scenario == nil {
+		return nil, errors.New("the record keeps no scenario")
+	}
+	s, err := Parse(r.Scenario.Source, []byte(r.ScenarioYAML))
+	if err == nil {
+		s, err = s.Sized(r.Scenario.Size)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the record's scenario: %w", err)
+	}
+	return s, nil
+}
+
+// Info is what a record keeps of the scenario.
+func (s *Scenario) Info() *record.ScenarioInfo {
+	in := &record.ScenarioInfo{ID: s.ID, Title: s.Title, Description: s.Description, Case: s.Case, Source: s.Source, Size: s.Size}
+	for name, sz := range s.Sizes {
+		if in.Sizes == nil {
+			in.Sizes = map[string]record.Size{}
+		}
+		rs := record.Size{Description: sz.Description}
+		for _, b := range sz.Bounds {
+			rs.Bounds = append(rs.Bounds, record.Bound{Hypothesis: b.Hypothesis, Threshold: b.Threshold, Why: b.Why})
+		}
+		in.Sizes[name] = rs
+	}
+	in.Plan = &record.Plan{WarmupS: s.Timeline.Warmup.D().Seconds(), ObserveS: s.Timeline.Observe.D().Seconds()}
+	for _, f := range s.Timeline.Faults {
+		in.Plan.Faults = append(in.Plan.Faults, record.PlannedStep{Fault: f.Fault, Target: f.Target, AtS: f.At.D().Seconds(), DurationS: f.Duration.D().Seconds()})
+	}
+	return in
+}
+
+// PlanOf is a record's plan: the one it keeps, or its scenario's parsed
+// again (a record written before it kept one).
+func PlanOf(r *record.Report) (*record.Plan, error) {
+	if r.Scenario != nil && r.Scenario.Plan != nil {
+		return r.Scenario.Plan, nil
+	}
+	s, err := OfRecord(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Info().Plan, nil
+}

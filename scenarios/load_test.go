@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
-	"github.com/chaoslab/chaoslab/harness/zkmirror"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
 )
@@ -383,7 +383,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "system: zookeeper\n", "system: zookeeper\nowner: sre-team\n"),
 		at:    "owner:",
 		field: "owner",
-		msg:   "unknown field (known: id, title, case, system, description, topology, workload, timeline, variants, hypotheses, comparisons, expect, evidence)",
+		msg:   "unknown field (known: id, title, case, system, description, topology, workload, timeline, variants, hypotheses, comparisons, expect, evidence, sizes)",
 	}, {
 		name:  "unknown nested field",
 		text:  edit(t, small, "fanout: [3, 20]", "fanoutt: [3, 20]"),
@@ -509,7 +509,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "window: 8", "windw: 8"),
 		at:    "windw:",
 		field: "variants.mitigated.workload.windw",
-		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, reconnect_jitter, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
+		msg:   "unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, paced_start, reconnect_jitter, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)",
 	}, {
 		name:  "variant workload with a wrong kind",
 		text:  edit(t, small, "window: 8", "window: eight"),
@@ -580,7 +580,7 @@ func TestParseErrorText(t *testing.T) {
 	require.EqualError(t, err, `scenarios/broken.yaml:27: timeline.faults[0].target: `+targets)
 
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "windw: 8")))
-	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, reconnect_jitter, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
+	require.EqualError(t, err, "scenarios/broken.yaml:39: variants.mitigated.workload.windw: unknown field (known: clients, start_spread, strategy, window, retries, retry_base, session_timeout, report_interval, paced_start, reconnect_jitter, tree, ballast, memory_limit_mb, restart, restart_delay, writer, fresh_within, program)")
 
 	// Reported once, by the walk, not again when the override is applied.
 	_, err = scenarios.Parse("scenarios/broken.yaml", []byte(edit(t, small, "window: 8", "window: eight")))

@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/verdict"
 )
 
 // Metrics are the metrics a scenario on this system and kind can name:
@@ -52,4 +54,31 @@ func checkMetric(name string, known map[string]lab.MetricDef, series []lab.Serie
 		names[i] = s.Name
 	}
 	return fmt.Errorf("%s: unknown series %q (known: %s)", name, r.Series, strings.Join(names, ", "))
+}
+
+// withBest is the hypotheses with the best value each metric can take,
+// where its unit has one: a share is at best 1 when judged with >= or >,
+// at best 0 with <= or <.
+func (s *Scenario) withBest() []verdict.Hypothesis {
+	out := slices.Clone(s.Hypotheses)
+	sys, err := lab.GetSystem(s.System)
+	if err != nil {
+		return out
+	}
+	k, err := lab.GetKind(s.kind)
+	if err != nil {
+		return out
+	}
+	known := Metrics(sys, k)
+	for i, h := range out {
+		if known[h.Metric].Unit != "share" {
+			continue
+		}
+		best := 1.0
+		if h.Op == "<=" || h.Op == "<" {
+			best = 0
+		}
+		out[i].Best = &best
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/verdict"
 )
 
 // Scenario is one executable replay of a source incident.
@@ -54,13 +55,25 @@ type Scenario struct {
 	Expect map[string]string `yaml:"expect" json:"expect" jsonschema:"required"`
 	// Evidence maps what the incident write-up says to what is measured.
 	Evidence []Evidence `yaml:"evidence,omitempty" json:"evidence,omitempty"`
+	// Sizes are other sizes of the same replay, by name (ci: the reduced
+	// size CI replays): settings laid over the scenario's before the
+	// variants' own. Hypotheses, comparisons and expectations stay the
+	// scenario's, so a size must still decide (`chaoslab run --size ci`);
+	// a bound that scales with what the size changes may be restated,
+	// with its reason.
+	Sizes map[string]Size `yaml:"sizes,omitempty" json:"sizes,omitempty"`
 
+	// Size is the size this scenario was made at by Sized ("" for the
+	// scenario as written, its full size; not part of the format).
+	Size string `yaml:"-" json:"size,omitempty"`
 	// Source is the file the scenario was loaded from (not part of the format).
 	Source string `yaml:"-" json:"source,omitempty"`
 	// kind is the workload's kind, once loaded.
 	kind string
 	// caseFile is the case record's file when Case is a path to one.
 	caseFile string
+	// root is the document as written, for Sized.
+	root *yaml.Node
 }
 
 // CaseFile is the path of the case record when the scenario names a
@@ -127,64 +140,25 @@ type StepOverride struct {
 	Params yaml.Node `yaml:"params" json:"-" jsonschema:"required"`
 }
 
-// Hypothesis is a property that should hold in a run.
-type Hypothesis struct {
-	// ID names the hypothesis in reports.
-	ID string `yaml:"id" json:"id" jsonschema:"required"`
-	// Description states the property in a sentence.
-	Description string `yaml:"description" json:"description" jsonschema:"required"`
-	// Metric is the measurement it is about: a metric a plug-in declares,
-	// or a reducer over a series, e.g. max(server.outstanding_requests)@from-fault.
-	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
-	// Op compares the measured value with Threshold: <, <=, >, >= or ==.
-	Op string `yaml:"op" json:"op" jsonschema:"required"`
-	// Threshold is the bound, in the metric's unit.
-	Threshold float64 `yaml:"threshold" json:"threshold"`
-	// Optional: judged only when measured. A figure only a client can
-	// report (its mirror's freshness) is optional, so that a client that
-	// reports nothing is judged by the rest ("not reported").
-	Optional bool `yaml:"optional,omitempty" json:"optional,omitempty"`
-}
-
-// Comparison checks Metric(Numerator)/Metric(Denominator) Op Threshold.
-type Comparison struct {
-	// ID names the comparison in reports.
-	ID string `yaml:"id" json:"id" jsonschema:"required"`
-	// Description states the relation in a sentence.
-	Description string `yaml:"description" json:"description" jsonschema:"required"`
-	// Metric is the measurement compared (as in a hypothesis).
-	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
-	// Numerator is the variant whose value is divided.
-	Numerator string `yaml:"numerator" json:"numerator" jsonschema:"required"`
-	// Denominator is the variant whose value divides.
-	Denominator string `yaml:"denominator" json:"denominator" jsonschema:"required"`
-	// Op compares the ratio with Threshold: <, <=, >, >= or ==.
-	Op string `yaml:"op" json:"op" jsonschema:"required"`
-	// Threshold is the bound of the ratio.
-	Threshold float64 `yaml:"threshold" json:"threshold"`
-}
-
-// Evidence maps a statement of the write-up to a measured metric.
-type Evidence struct {
-	// Incident is the statement of the write-up, paraphrased.
-	Incident string `yaml:"incident" json:"incident" jsonschema:"required"`
-	// Metric is the measurement that shows it in a run (as in a hypothesis).
-	Metric string `yaml:"metric" json:"metric" jsonschema:"required"`
-	// Published is the write-up's own figure, as the write-up gives it
-	// ("about 20 minutes", "repeated OOM kills (no figure)"); Number names
-	// it in the case record instead (seeds/<id>.yaml numbers).
-	Published string `yaml:"published,omitempty" json:"published,omitempty"`
-	Number    string `yaml:"number,omitempty" json:"number,omitempty"`
-	// Variant is the variant whose measurement is set against the
-	// write-up's figure; Low and High bound the measurements that agree
-	// with it (inclusive; no High: no upper bound).
-	Variant string   `yaml:"variant,omitempty" json:"variant,omitempty"`
-	Low     *float64 `yaml:"low,omitempty" json:"low,omitempty"`
-	High    *float64 `yaml:"high,omitempty" json:"high,omitempty"`
-}
+// Hypothesis, Comparison and Evidence are the verdict's (a scenario
+// states them; verdict judges them).
+type (
+	Hypothesis = verdict.Hypothesis
+	Comparison = verdict.Comparison
+	Evidence   = verdict.Evidence
+)
 
 // Duration is a time.Duration written as "10s", "1m30s" (lab.Duration).
 type Duration = lab.Duration
+
+// Spec is what a run of the scenario is judged by.
+func (s *Scenario) Spec() verdict.Spec {
+	sp := verdict.Spec{Expect: map[string]verdict.Verdict{}, Hypotheses: s.withBest(), Comparisons: s.Comparisons, Evidence: s.Evidence}
+	for v, e := range s.Expect {
+		sp.Expect[v] = verdict.Verdict(e)
+	}
+	return sp
+}
 
 // Kind is the workload's kind.
 func (s *Scenario) Kind() string { return s.kind }

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Installs what chaoslab needs on a fresh Debian machine (idempotent):
-# Java and ZooKeeper from Debian's packages, and the chaoslab binary.
+# Installs what chaoslab needs on a fresh Debian machine (idempotent): Java,
+# ZooKeeper and the rest from Debian's packages, and the chaoslab binary.
+#   ./scripts/setup.sh            # what a replay needs
+#   ./scripts/setup.sh --servers  # also the etcd and Consul binaries and
+#                                 # gotestsum, what the tests need
+# The Go builds run while the packages install: one waits on the CPU, the
+# other mostly on the network and the disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+servers=0
+[ "${1:-}" = --servers ] && servers=1
 
 need=()
 command -v java >/dev/null || need+=(default-jre-headless)
@@ -10,23 +17,29 @@ command -v java >/dev/null || need+=(default-jre-headless)
 [ -f /usr/share/java/slf4j-simple.jar ] || need+=(libslf4j-java)
 [ -f /usr/share/java/servlet-api.jar ] || need+=(libservlet-api-java)
 command -v nc >/dev/null || need+=(netcat-openbsd)
+# The disconnect fault cuts a local server off loopback with nftables.
+command -v nft >/dev/null || need+=(nftables)
 # SimPy (2, Debian's) for the simulator's side-by-side benchmark and check.
 [ -d /usr/lib/python3/dist-packages/SimPy ] || need+=(python3-simpy)
 # The example clients (examples/): kazoo's TreeCache; junitparser reads
 # back the JUnit files `chaoslab run --junit` writes.
 [ -d /usr/lib/python3/dist-packages/kazoo ] || need+=(python3-kazoo)
 [ -d /usr/lib/python3/dist-packages/junitparser ] || need+=(python3-junitparser)
-# IL-0206's database tier (harness/pgcluster): a primary and streaming
+# IL-0206's database tier (harness/kinds/dblb/pgcluster): a primary and streaming
 # replicas of Debian's PostgreSQL 15, run as the postgres user.
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
 # The game-day dashboard's end-to-end test drives it in headless Chromium.
 command -v chromium >/dev/null || need+=(chromium)
 # Its Prometheus test scrapes a live run's /metrics with Debian's prometheus.
 command -v prometheus >/dev/null || need+=(prometheus)
-if [ ${#need[@]} -gt 0 ]; then
+# `chaoslab images build` makes the ZooKeeper and PostgreSQL images' root
+# file systems with mmdebstrap (the tests build the images).
+[ $servers = 1 ] && ! command -v mmdebstrap >/dev/null && need+=(mmdebstrap)
+
+install() {
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
-    exit 2
+    return 2
   fi
   echo "setup: installing ${need[*]} from Debian's packages" >&2
   export DEBIAN_FRONTEND=noninteractive
@@ -42,7 +55,13 @@ if [ ${#need[@]} -gt 0 ]; then
   if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
+}
+apt_pid=
+if [ ${#need[@]} -gt 0 ]; then
+  install &
+  apt_pid=$!
 fi
+
 # A fleet of containers on one bridge (IL-0384 on the docker backend) needs
 # a neighbour (ARP) table larger than the kernel's default 1024 entries,
 # which every network namespace of the machine shares. Only ever raised.
@@ -51,6 +70,19 @@ if [ "$(id -u)" = 0 ] && [ -w "$neigh" ] && [ "$(cat "$neigh")" -lt 16384 ]; the
   sysctl -q -w net.ipv4.neigh.default.gc_thresh1=4096 net.ipv4.neigh.default.gc_thresh2=8192 net.ipv4.neigh.default.gc_thresh3=16384 ||
     echo "setup: could not raise the neighbour table limits; the docker backend of IL-0384 will refuse to run" >&2
 fi
+
+# chaoslab is built static, the way the chaoslab image holds it, so that
+# this build, the image's and the tests' (scripts/test.sh builds with the
+# same CGO_ENABLED and -trimpath) share Go's build cache.
 mkdir -p bin
-go build -buildvcs=auto -o bin/chaoslab ./cmd/chaoslab
+CGO_ENABLED=0 go build -trimpath -buildvcs=auto -o bin/chaoslab ./cmd/chaoslab
+if [ $servers = 1 ]; then
+  (cd tools/gotestsum && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -o ../../bin/gotestsum gotest.tools/gotestsum)
+  # etcd, Consul and chaoslab for this machine, into the cache the images
+  # are made from (Consul ~6 min cold on 2 cores).
+  ./bin/chaoslab images binaries >&2
+fi
+if [ -n "$apt_pid" ]; then
+  wait "$apt_pid"
+fi
 echo "setup: ready: $(pwd)/bin/chaoslab" >&2

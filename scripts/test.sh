@@ -1,24 +1,72 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need (Debian packages, the
-# chaoslab binary, the container images built locally without a registry),
-# then runs every test, including the integration tests that start real
-# ZooKeeper servers as processes and as containers.
+# The test command (what CI runs, via .ci/run). On a fresh machine it
+# installs what the tests need (Debian packages, the server binaries, the
+# container images, built without a registry), then runs the tiers that
+# README.md describes:
+#   unit         unit and plug-in contract tests, no server started;
+#                packages side by side (-skip '^TestIntegration')
+#   integration  real servers: each seed's replay at its ci size on one
+#                placement, a smoke test per system on the other, the
+#                examples, the game day; one package at a time, since they
+#                measure timing on 2 cores (-run '^TestIntegration')
+# and ends with the 20 slowest tests. The tiers' go test output (JSON) is
+# kept in out/test/. Arguments go to both tiers' go test, e.g.
+#   ./scripts/test.sh ./scenarios/...
+# Full-size replays on both placements: scripts/verify.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+start=$(date +%s)
+say() { echo "test: $* ($(($(date +%s) - start)) s in)" >&2; }
+# One build configuration for chaoslab, its image and the tests, so that
+# they share Go's build cache (scripts/setup.sh builds the same way).
+export CGO_ENABLED=0
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+out=out/test
+mkdir -p "$out"
+rm -f "$out"/*.json "$out"/images.log
+
+./scripts/setup.sh --servers
+say "setup done"
+slowest() {
+  if compgen -G "$out/*.json" >/dev/null; then
+    echo "test: the 20 slowest tests (go test -json in $out/):"
+    cat "$out"/*.json | ./bin/gotestsum tool slowest --threshold 0s --num 20 | sed 's/^/  /'
+  fi
+  say "end"
+}
+trap slowest EXIT
+
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+images=
 if docker info >/dev/null 2>&1; then
-  # Idempotent: skips images that are up to date (the Consul build takes
-  # minutes the first time).
-  ./bin/chaoslab images build
+  # The binaries the images hold are built by now: what is left (two Debian
+  # root file systems, mmdebstrap) waits on the network and the disk more
+  # than on the CPU, so the unit tier runs beside it.
+  ./bin/chaoslab images build >"$out/images.log" 2>&1 &
+  images=$!
 else
   echo "test: no Docker engine answers; the container tests will be skipped" >&2
 fi
 go vet ./...
-# -p 1: the integration tests measure timing on real servers; packages
-# running side by side on 2 cores would disturb each other.
-go test -p 1 -count=1 -timeout 60m ./...
-# A brief fuzz run of the scenario loader: no input may make it panic.
-# A count, not a duration: with -fuzztime=20s Go 1.26's coordinator can
-# report its own deadline as a failure (golang/go#75804, fixed in 1.27);
-# 60000 inputs take about 30 s on 2 cores.
-go test -run='^$' -fuzz=FuzzLoad -fuzztime=60000x ./scenarios
+say "vet done"
+./bin/gotestsum --format pkgname-and-test-fails --jsonfile "$out/unit.json" -- \
+  -p 2 -count=1 -skip '^TestIntegration' "${pkgs[@]}"
+say "unit tier done"
+if [ -n "$images" ]; then
+  if ! wait "$images"; then
+    cat "$out/images.log" >&2
+    echo "test: chaoslab images build failed" >&2
+    exit 1
+  fi
+  tail -n 8 "$out/images.log" >&2
+  say "images done"
+fi
+# Only the packages that have integration tests: linking a test binary
+# for each of the others costs a few seconds and runs nothing.
+if [ $# -eq 0 ]; then
+  mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestIntegration' . | xargs -n1 dirname | sort -u)
+fi
+./bin/gotestsum --format pkgname-and-test-fails --jsonfile "$out/integration.json" -- \
+  -p 1 -count=1 -timeout 60m -run '^TestIntegration' "${pkgs[@]}"
+say "integration tier done"

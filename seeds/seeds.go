@@ -540,50 +540,12 @@ func (r Record) Format(w io.Writer) error {
 
 	if len(r.Timeline) > 0 {
 		section("Timeline")
-		// Clock times sit in a column; an entry on another day than the record's date is
-		// preceded by a line naming that day. Without any clock time the entries are a list.
-		atw := 0
-		for _, t := range r.Timeline {
-			atw = max(atw, len(t.At))
-		}
-		day := r.Date
-		for _, t := range r.Timeline {
-			if t.Date != "" && t.Date != day {
-				day = t.Date
-				fmt.Fprintf(&b, "On %s:\n", day)
-			}
-			head := "- "
-			if atw > 0 {
-				at := t.At
-				if at == "" {
-					at = "--:--"
-				}
-				head = fmt.Sprintf("%-*s  ", atw, at)
-			}
-			b.WriteString(wrap(head, t.Event, Width, strings.Repeat(" ", len(head))))
-			b.WriteByte('\n')
-		}
+		r.formatTimeline(&b)
 	}
 
 	if len(r.Numbers) > 0 {
 		section("Numbers")
-		nw, vw, uw := len("name"), len("value"), len("unit")
-		vals := make([]string, len(r.Numbers))
-		for i, n := range r.Numbers {
-			vals[i] = formatValue(n)
-			nw, vw, uw = max(nw, len(n.Name)), max(vw, len(vals[i])), max(uw, len(n.Unit))
-		}
-		head := fmt.Sprintf("%-*s  %*s  %-*s  ", nw, "name", vw, "value", uw, "unit")
-		indent := strings.Repeat(" ", len(head))
-		if len(indent) > Width-30 { // keep room for the text column
-			indent = "    "
-		}
-		b.WriteString(head + "what it measures\n")
-		for i, n := range r.Numbers {
-			row := fmt.Sprintf("%-*s  %*s  %-*s  ", nw, n.Name, vw, vals[i], uw, n.Unit)
-			b.WriteString(wrap(row, n.Text, Width, indent))
-			b.WriteByte('\n')
-		}
+		r.formatNumbers(&b)
 	}
 
 	if len(r.Chain) > 0 {
@@ -604,17 +566,7 @@ func (r Record) Format(w io.Writer) error {
 	}
 	if len(r.Sources) > 0 {
 		section("Sources")
-		for _, s := range r.Sources {
-			kind := s.Kind
-			if kind == "" {
-				kind = "source"
-			}
-			// URLs are never broken across lines, so they can be copied whole.
-			fmt.Fprintf(&b, "- [%s] %s\n", kind, s.URL)
-			if s.Archived != "" {
-				fmt.Fprintf(&b, "  archived: %s\n", s.Archived)
-			}
-		}
+		r.formatSources(&b)
 	}
 	if strings.TrimSpace(r.Summary) != "" {
 		section("Summary")
@@ -626,6 +578,71 @@ func (r Record) Format(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// formatTimeline writes the timeline: clock times in a column; an entry
+// on another day than the record's date preceded by a line naming that
+// day; without any clock time, a list.
+func (r Record) formatTimeline(b *strings.Builder) {
+	// Clock times sit in a column; an entry on another day than the record's date is
+	// preceded by a line naming that day. Without any clock time the entries are a list.
+	atw := 0
+	for _, t := range r.Timeline {
+		atw = max(atw, len(t.At))
+	}
+	day := r.Date
+	for _, t := range r.Timeline {
+		if t.Date != "" && t.Date != day {
+			day = t.Date
+			fmt.Fprintf(b, "On %s:\n", day)
+		}
+		head := "- "
+		if atw > 0 {
+			at := t.At
+			if at == "" {
+				at = "--:--"
+			}
+			head = fmt.Sprintf("%-*s  ", atw, at)
+		}
+		b.WriteString(wrap(head, t.Event, Width, strings.Repeat(" ", len(head))))
+		b.WriteByte('\n')
+	}
+}
+
+// formatSources writes the sources, a line each; URLs are never broken
+// across lines, so that they can be copied whole.
+func (r Record) formatSources(b *strings.Builder) {
+	for _, s := range r.Sources {
+		kind := s.Kind
+		if kind == "" {
+			kind = "source"
+		}
+		fmt.Fprintf(b, "- [%s] %s\n", kind, s.URL)
+		if s.Archived != "" {
+			fmt.Fprintf(b, "  archived: %s\n", s.Archived)
+		}
+	}
+}
+
+// formatNumbers writes the numbers as a table with a wrapped text column.
+func (r Record) formatNumbers(b *strings.Builder) {
+	nw, vw, uw := len("name"), len("value"), len("unit")
+	vals := make([]string, len(r.Numbers))
+	for i, n := range r.Numbers {
+		vals[i] = formatValue(n)
+		nw, vw, uw = max(nw, len(n.Name)), max(vw, len(vals[i])), max(uw, len(n.Unit))
+	}
+	head := fmt.Sprintf("%-*s  %*s  %-*s  ", nw, "name", vw, "value", uw, "unit")
+	indent := strings.Repeat(" ", len(head))
+	if len(indent) > Width-30 { // keep room for the text column
+		indent = "    "
+	}
+	b.WriteString(head + "what it measures\n")
+	for i, n := range r.Numbers {
+		row := fmt.Sprintf("%-*s  %*s  %-*s  ", nw, n.Name, vw, vals[i], uw, n.Unit)
+		b.WriteString(wrap(row, n.Text, Width, indent))
+		b.WriteByte('\n')
+	}
 }
 
 func orNotPublished(s string) string {

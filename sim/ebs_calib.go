@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/chaoslab/chaoslab/harness/ebs"
-	"github.com/chaoslab/chaoslab/harness/ebscontrol"
+	"github.com/chaoslab/chaoslab/harness/kinds/ebs"
+	"github.com/chaoslab/chaoslab/harness/kinds/ebs/ebscontrol"
 	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 // EBSHarnessAgree is the factor within which the EBS model calibrated from
@@ -82,6 +83,11 @@ func EBSFromReport(r *reports.Report, variant string) (EBS, error) {
 		back.Base, back.Max, back.Jitter = 0.75*back.Base, 0.75*back.Max, 1.0/3
 	}
 	length := cut.End - cut.Start
+	plan, err := scenarios.PlanOf(r)
+	if err != nil {
+		return fail("%v", err)
+	}
+	observe := plan.ObserveS
 	m := EBS{
 		Nodes: st.NodesPerZone, Slots: 2*st.VolumesPerNode + st.SpareSlots, Volumes: st.NodesPerZone * st.VolumesPerNode, Ring: true,
 		Intensity: 1, CutDuration: length,
@@ -91,8 +97,8 @@ func EBSFromReport(r *reports.Report, variant string) (EBS, error) {
 		OtherRate: st.CreateRate, CreateRate: st.CreateRate,
 		CreateTimeout: timeout, QueueWait: timeout, SpaceWait: timeout, SLO: st.CreateSLO.D().Seconds(),
 		NegotiatePer: svc,
-		StuckBound:   0.05, Quick: r.Scenario.Timeline.Observe.D().Seconds(),
-		Horizon: length + r.Scenario.Timeline.Observe.D().Seconds(), Sample: 1, Seed: 1,
+		StuckBound:   0.05, Quick: observe,
+		Horizon: length + observe, Sample: 1, Seed: 1,
 	}
 	// Create-volume needs a free slot on two nodes, or waits for space.
 	m.CreateNodes = 2

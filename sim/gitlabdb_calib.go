@@ -10,7 +10,7 @@ import (
 
 // GitLabDBCalib is what the IL-0206 model takes from the harness: a Consul
 // 1.14.11 client agent under the scaled pod limit, loaded with uncached DNS
-// lookups of a large service (harness/consulload), and restarted by the
+// lookups of a large service (harness/kinds/dblb/consulload), and restarted by the
 // consul system's agent_restart.
 type GitLabDBCalib struct {
 	IdleMB        float64 // the agent idle in a fresh cgroup, charged
@@ -29,7 +29,7 @@ type GitLabDBCalib struct {
 }
 
 // MeasuredGitLabDB is the calibration measured on this machine
-// (harness/consulload/README.md: the load's figures,
+// (harness/kinds/dblb/consulload/README.md: the load's figures,
 // TestIntegration_AgentOOMKilledByLookups and
 // TestIntegration_AgentRestartedAfterOOMKill).
 func MeasuredGitLabDB() GitLabDBCalib {

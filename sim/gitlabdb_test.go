@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/chaoslab/chaoslab/reports"
-	"github.com/chaoslab/chaoslab/scenarios"
 	vf "github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -87,13 +86,13 @@ func TestGitLabDBDeterministic(t *testing.T) {
 }
 
 func TestGitLabDBFromReport(t *testing.T) {
-	_, err := GitLabDBFromReport(&reports.Report{RunID: "x", Scenario: &scenarios.Scenario{ID: "il-0587-zk-treecache-reconnect-storm"}})
+	_, err := GitLabDBFromReport(&reports.Report{RunID: "x", Scenario: &reports.ScenarioInfo{ID: "il-0587-zk-treecache-reconnect-storm"}})
 	if err == nil {
 		t.Fatal("a report of another scenario is an error")
 	}
 	v := &reports.VariantResult{Name: "mitigated-2x-limit"}
 	v.Metrics = map[string]vf.Float{"agents.memory_peak_mb": 160}
-	r := &reports.Report{RunID: "y", Scenario: &scenarios.Scenario{ID: "il-0206-consul-agent-oom"}, Variants: []*reports.VariantResult{v}}
+	r := &reports.Report{RunID: "y", Scenario: &reports.ScenarioInfo{ID: "il-0206-consul-agent-oom"}, Variants: []*reports.VariantResult{v}}
 	c, err := GitLabDBFromReport(r)
 	if err != nil || c.PeakMB != 160 || c.FirstKillS != MeasuredGitLabDB().FirstKillS || c.JoinS != MeasuredGitLabDB().JoinS {
 		t.Fatalf("calibration %+v, %v", c, err)

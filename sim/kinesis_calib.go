@@ -9,14 +9,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chaoslab/chaoslab/harness/fleet"
+	"github.com/chaoslab/chaoslab/harness/kinds/fleet"
+	"github.com/chaoslab/chaoslab/record"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 // KinesisEncodeShare is what sending one's full shard-map to a peer costs
 // against taking one in (json.Encoder.Encode of the table, against
-// json.Unmarshal, Table.Valid and Table.Digest, as harness/frontend does
+// json.Unmarshal, Table.Valid and Table.Digest, as harness/kinds/fleet/frontend does
 // them). A harness run shows only the taking in (a starting server waits
 // for it), so the sending is set from this ratio, measured once with a
 // benchmark of those calls on a table of 4,000 shards: 1.1 ms against
@@ -122,7 +123,11 @@ func KinesisFromReport(r *reports.Report, variant string) (Kinesis, error) {
 	if restart == nil {
 		return fail("variant %s has no restart-fleet fault window", variant)
 	}
-	horizon, err := ksHorizon(r.Scenario, v, add)
+	plan, err := scenarios.PlanOf(r)
+	if err != nil {
+		return fail("%v", err)
+	}
+	horizon, err := ksHorizon(plan, v, add)
 	if err != nil {
 		return fail("variant %s: %v", variant, err)
 	}
@@ -275,19 +280,19 @@ func ksFault(v *reports.VariantResult, name string) *reports.FaultWindow {
 // when add-capacity was injected (less its offset), and the run lasts the
 // timeline's length and the observation window after it (the restart's
 // window ends early when the fleet is back; the run does not).
-func ksHorizon(s *scenarios.Scenario, v *reports.VariantResult, add *reports.FaultWindow) (float64, error) {
+func ksHorizon(p *record.Plan, v *reports.VariantResult, add *reports.FaultWindow) (float64, error) {
 	var at, end float64
 	found := false
-	for _, f := range s.Timeline.Faults {
+	for _, f := range p.Faults {
 		if f.Fault == "add-capacity" && !found {
-			at, found = f.At.D().Seconds(), true
+			at, found = f.AtS, true
 		}
-		end = math.Max(end, (f.At.D() + f.Duration.D()).Seconds())
+		end = math.Max(end, f.AtS+f.DurationS)
 	}
 	if !found {
 		return 0, errors.New("the scenario's timeline has no add-capacity step")
 	}
-	h := add.Start - at + end + s.Timeline.Observe.D().Seconds()
+	h := add.Start - at + end + p.ObserveS
 	// A run cut short ends with its last measured second.
 	for _, sr := range v.Series {
 		if sr.Name == "fleet.routing_success" && len(sr.Points) > 0 {

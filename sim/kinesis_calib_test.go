@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/fleet"
-	"github.com/chaoslab/chaoslab/harness/frontend"
+	"github.com/chaoslab/chaoslab/harness/kinds/fleet"
+	"github.com/chaoslab/chaoslab/harness/kinds/fleet/frontend"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -117,7 +117,10 @@ func TestKinesisAgreesWithHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := r.Scenario
+	s, err := scenarios.OfRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	if v := r.Variant("vulnerable"); v != nil {
 		fl, err := ksFleet(v)
@@ -209,7 +212,7 @@ func TestKinesisAgreesWithHarness(t *testing.T) {
 		}
 	}
 	for _, c := range s.Comparisons {
-		hc, mc := vd.Comparison(c, harness), vd.Comparison(c, model)
+		hc, mc := vd.JudgeComparison(c, harness), vd.JudgeComparison(c, model)
 		switch {
 		case hc.Held == mc.Held:
 			t.Logf("comparison %s: harness %s; model %s", c.ID, hc, mc)
@@ -256,7 +259,7 @@ func ksSynthetic(decode, digest, peerStart, storeStart float64) *reports.Report 
 		}},
 		Variants: map[string]scenarios.Variant{"vulnerable": {}, "vulnerable-slow-restart": {}, "mitigated": {}},
 	}
-	r := &reports.Report{Schema: reports.SchemaVersion, Scenario: sc, Seed: 1, Host: reports.Host{Cores: 2}}
+	r := &reports.Report{Schema: reports.SchemaVersion, Scenario: sc.Info(), Seed: 1, Host: reports.Host{Cores: 2}}
 	mk := func(name string, f fleet.Settings, before float64) *reports.VariantResult {
 		v := &reports.VariantResult{Name: name, Workload: lab.Encode(map[string]any{"kind": fleet.KindName, "settings": f}),
 			Faults: []reports.FaultWindow{

@@ -6,9 +6,11 @@ import (
 	"math"
 	"sort"
 
+	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
-	"github.com/chaoslab/chaoslab/harness/zkmirror"
 	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/verdict"
 )
 
 // ZKStrategy is how a proxy (re)loads its mirror of the tree.
@@ -1121,7 +1123,13 @@ func ZKFromReport(r *reports.Report, variant string) (ZKStorm, error) {
 		}
 	}
 	quick := 20.0
-	for _, h := range r.Scenario.Hypotheses {
+	hyps := []verdict.Hypothesis{}
+	if r.Spec != nil {
+		hyps = r.Spec.Hypotheses
+	} else if sc, err := scenarios.OfRecord(r); err == nil {
+		hyps = sc.Hypotheses
+	}
+	for _, h := range hyps {
 		if h.Metric == "clients.fresh_after_fault_s" {
 			quick = h.Threshold
 		}

@@ -84,13 +84,13 @@ func TestZKAgreesWithHarness(t *testing.T) {
 		t.Logf("%-10s %28s %10.0f %10d", "", "OOM kills (whole run)", h.ooms, res.OOMKills)
 		t.Logf("%-10s %28s %10.0f %10d", "", "OOM kills from the fault", h.oomsAfter, res.OOMAfterFault)
 		t.Logf("%-10s %28s %10.1f %10.1f", "", "all mirrors fresh after (s)", h.fresh, res.FreshAfter)
-		t.Logf("%-10s %28s %10s %10s", "", "verdict", verdict(held(h.ooms, h.outstanding, h.fresh)), verdict(held(float64(res.OOMKills), res.PeakOutstanding, res.FreshAfter)))
+		t.Logf("%-10s %28s %10s %10s", "", "verdict", heldWord(held(h.ooms, h.outstanding, h.fresh)), heldWord(held(float64(res.OOMKills), res.PeakOutstanding, res.FreshAfter)))
 		t.Logf("%s: sim outcome %v: %s (%d events)", name, sum.Outcome, sum.Why, res.Events)
 
 		harnessHeld := held(h.ooms, h.outstanding, h.fresh)
 		simHeld := held(float64(res.OOMKills), res.PeakOutstanding, res.FreshAfter)
 		if harnessHeld != simHeld {
-			t.Errorf("%s: harness %s, sim %s", name, verdict(harnessHeld), verdict(simHeld))
+			t.Errorf("%s: harness %s, sim %s", name, heldWord(harnessHeld), heldWord(simHeld))
 		}
 		switch name {
 		case "vulnerable":
@@ -122,7 +122,7 @@ func TestZKAgreesWithHarness(t *testing.T) {
 	}
 }
 
-func verdict(held bool) string {
+func heldWord(held bool) string {
 	if held {
 		return "held"
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-
-	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 // Verdict is the outcome of a variant or a whole scenario run.
@@ -53,6 +51,8 @@ type Check struct {
 	// inconclusive (a figure the client did not report).
 	Optional bool `json:"optional,omitempty"`
 	Held     bool `json:"held"`
+	// Best is the best value the metric can take (Hypothesis.Best).
+	Best *Float `json:"best,omitempty"`
 }
 
 // String is a one-line human form: "peak 4200 <= 500: violated".
@@ -88,11 +88,15 @@ func Compare(v float64, op string, threshold float64) bool {
 
 // Hypotheses judges each hypothesis against the metrics of one variant and
 // returns the checks and the variant's verdict.
-func Hypotheses(hs []scenarios.Hypothesis, metrics map[string]float64) ([]Check, Verdict, string) {
+func Hypotheses(hs []Hypothesis, metrics map[string]float64) ([]Check, Verdict, string) {
 	var checks []Check
 	var violated, missing []string
 	for _, h := range hs {
 		c := Check{ID: h.ID, Description: h.Description, Metric: h.Metric, Op: h.Op, Threshold: h.Threshold, Optional: h.Optional}
+		if h.Best != nil {
+			b := Float(*h.Best)
+			c.Best = &b
+		}
 		v, ok := metrics[h.Metric]
 		switch {
 		case !ok || math.IsNaN(v):
@@ -120,7 +124,7 @@ func Hypotheses(hs []scenarios.Hypothesis, metrics map[string]float64) ([]Check,
 }
 
 // Comparison judges metric(numerator)/metric(denominator) op threshold.
-func Comparison(c scenarios.Comparison, byVariant map[string]map[string]float64) Check {
+func JudgeComparison(c Comparison, byVariant map[string]map[string]float64) Check {
 	out := Check{ID: c.ID, Description: c.Description, Metric: fmt.Sprintf("%s(%s)/%s(%s)", c.Metric, c.Numerator, c.Metric, c.Denominator), Op: c.Op, Threshold: c.Threshold}
 	n, okN := byVariant[c.Numerator][c.Metric]
 	d, okD := byVariant[c.Denominator][c.Metric]

@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 var (
@@ -68,8 +66,8 @@ func TestCompare(t *testing.T) {
 }
 
 // il0587Hypotheses are the built-in scenario's hypotheses, as Go values.
-func il0587Hypotheses() []scenarios.Hypothesis {
-	return []scenarios.Hypothesis{
+func il0587Hypotheses() []Hypothesis {
+	return []Hypothesis{
 		{ID: "no-client-oom", Description: "No client is killed for running out of memory.", Metric: "clients.oom_kills", Op: "==", Threshold: 0},
 		{ID: "outstanding-bounded", Description: "Servers never hold more than 150 requests outstanding.", Metric: "servers.outstanding_requests.max_from_fault", Op: "<=", Threshold: 150},
 		{ID: "mirrors-fresh-after-fault", Description: "Every mirror is fresh again within 10 s.", Metric: "clients.fresh_after_fault_s", Op: "<=", Threshold: 10},
@@ -189,11 +187,11 @@ func TestHypothesesInfinity(t *testing.T) {
 	assert.Contains(t, reason, "never")
 
 	// +Inf holds a lower bound.
-	hs := []scenarios.Hypothesis{{ID: "grows", Metric: "x", Op: ">=", Threshold: 1e6}}
+	hs := []Hypothesis{{ID: "grows", Metric: "x", Op: ">=", Threshold: 1e6}}
 	_, v, _ = Hypotheses(hs, map[string]float64{"x": posInf})
 	assert.Equal(t, Held, v)
 	// -Inf holds an upper bound.
-	hs = []scenarios.Hypothesis{{ID: "bounded", Metric: "x", Op: "<", Threshold: 0}}
+	hs = []Hypothesis{{ID: "bounded", Metric: "x", Op: "<", Threshold: 0}}
 	_, v, _ = Hypotheses(hs, map[string]float64{"x": negInf})
 	assert.Equal(t, Held, v)
 }
@@ -215,8 +213,8 @@ func TestCheckString(t *testing.T) {
 	assert.Equal(t, "fresh: m = n/a, want <= 10: not measured", c.String())
 }
 
-func outstanding10x() scenarios.Comparison {
-	return scenarios.Comparison{
+func outstanding10x() Comparison {
+	return Comparison{
 		ID: "outstanding-10x", Description: "vulnerable drives 10x the peak",
 		Metric: "servers.outstanding_requests.max_from_fault", Numerator: "vulnerable", Denominator: "mitigated",
 		Op: ">=", Threshold: 10,
@@ -232,7 +230,7 @@ func byVariant(vuln, mit float64) map[string]map[string]float64 {
 }
 
 func TestComparisonRatio(t *testing.T) {
-	c := Comparison(outstanding10x(), byVariant(4200, 40))
+	c := JudgeComparison(outstanding10x(), byVariant(4200, 40))
 	assert.Equal(t, "outstanding-10x", c.ID)
 	assert.Equal(t, "vulnerable drives 10x the peak", c.Description)
 	assert.Equal(t, "servers.outstanding_requests.max_from_fault(vulnerable)/servers.outstanding_requests.max_from_fault(mitigated)", c.Metric)
@@ -243,12 +241,12 @@ func TestComparisonRatio(t *testing.T) {
 	assert.False(t, c.Missing)
 
 	// Exactly on the bound.
-	c = Comparison(outstanding10x(), byVariant(400, 40))
+	c = JudgeComparison(outstanding10x(), byVariant(400, 40))
 	assert.InDelta(t, 10.0, float64(c.Observed), 1e-12)
 	assert.True(t, c.Held)
 
 	// Below it.
-	c = Comparison(outstanding10x(), byVariant(399, 40))
+	c = JudgeComparison(outstanding10x(), byVariant(399, 40))
 	assert.InDelta(t, 9.975, float64(c.Observed), 1e-12)
 	assert.False(t, c.Held)
 	assert.False(t, c.Missing)
@@ -256,21 +254,21 @@ func TestComparisonRatio(t *testing.T) {
 
 func TestComparisonZeroDenominator(t *testing.T) {
 	// Both zero: the ratio is one.
-	c := Comparison(outstanding10x(), byVariant(0, 0))
+	c := JudgeComparison(outstanding10x(), byVariant(0, 0))
 	assert.Equal(t, 1.0, float64(c.Observed))
 	assert.False(t, c.Held)
 	assert.False(t, c.Missing)
 
 	// A zero denominator counts as one unit: the ratio is the numerator.
-	c = Comparison(outstanding10x(), byVariant(4200, 0))
+	c = JudgeComparison(outstanding10x(), byVariant(4200, 0))
 	assert.Equal(t, 4200.0, float64(c.Observed))
 	assert.True(t, c.Held)
-	c = Comparison(outstanding10x(), byVariant(9, 0))
+	c = JudgeComparison(outstanding10x(), byVariant(9, 0))
 	assert.Equal(t, 9.0, float64(c.Observed))
 	assert.False(t, c.Held)
 
 	// A zero numerator over a non-zero denominator is zero.
-	c = Comparison(outstanding10x(), byVariant(0, 40))
+	c = JudgeComparison(outstanding10x(), byVariant(0, 40))
 	assert.Equal(t, 0.0, float64(c.Observed))
 	assert.False(t, c.Held)
 }
@@ -286,7 +284,7 @@ func TestComparisonMissingSide(t *testing.T) {
 		"denominator NaN":            {"vulnerable": {k: 4200}, "mitigated": {k: nan}},
 		"nothing":                    nil,
 	} {
-		c := Comparison(outstanding10x(), bv)
+		c := JudgeComparison(outstanding10x(), bv)
 		assert.True(t, c.Missing, name)
 		assert.False(t, c.Held, name)
 		assert.True(t, math.IsNaN(float64(c.Observed)), name)
@@ -296,7 +294,7 @@ func TestComparisonMissingSide(t *testing.T) {
 
 func TestComparisonInfinity(t *testing.T) {
 	// A vulnerable variant whose figure is unbounded over a finite one.
-	c := Comparison(outstanding10x(), byVariant(posInf, 40))
+	c := JudgeComparison(outstanding10x(), byVariant(posInf, 40))
 	assert.True(t, math.IsInf(float64(c.Observed), 1))
 	assert.True(t, c.Held)
 	assert.False(t, c.Missing)
@@ -311,7 +309,7 @@ func TestScenarioReproduced(t *testing.T) {
 		{Variant: "vulnerable", Verdict: Violated, Expect: Violated, Reason: "violated no-client-oom"},
 		held("mitigated", "every hypothesis held"),
 	}
-	cmp := []Check{Comparison(outstanding10x(), byVariant(4200, 40))}
+	cmp := []Check{JudgeComparison(outstanding10x(), byVariant(4200, 40))}
 	v, reason := Scenario(outcomes, cmp)
 	assert.Equal(t, Reproduced, v)
 	assert.Contains(t, reason, "vulnerable violated as expected (violated no-client-oom)")
@@ -329,7 +327,7 @@ func TestScenarioMitigationViolated(t *testing.T) {
 		{Variant: "vulnerable", Verdict: Violated, Expect: Violated, Reason: "violated no-client-oom"},
 		{Variant: "mitigated", Verdict: Violated, Expect: Held, Reason: "violated outstanding-bounded: 900 <= 150"},
 	}
-	cmp := []Check{Comparison(outstanding10x(), byVariant(4200, 900))}
+	cmp := []Check{JudgeComparison(outstanding10x(), byVariant(4200, 900))}
 	v, reason := Scenario(outcomes, cmp)
 	assert.Equal(t, Violated, v)
 	assert.Contains(t, reason, "mitigated")
@@ -379,7 +377,7 @@ func TestScenarioComparisonFailedIsInconclusive(t *testing.T) {
 		{Variant: "vulnerable", Verdict: Violated, Expect: Violated, Reason: "violated no-client-oom"},
 		held("mitigated", "every hypothesis held"),
 	}
-	cmp := []Check{Comparison(outstanding10x(), byVariant(300, 40))}
+	cmp := []Check{JudgeComparison(outstanding10x(), byVariant(300, 40))}
 	require.False(t, cmp[0].Held)
 	v, reason := Scenario(outcomes, cmp)
 	assert.Equal(t, Inconclusive, v)
@@ -388,7 +386,7 @@ func TestScenarioComparisonFailedIsInconclusive(t *testing.T) {
 	assert.False(t, Met(outcomes, cmp))
 
 	// A comparison that could not be measured is no better.
-	cmp = []Check{Comparison(outstanding10x(), map[string]map[string]float64{})}
+	cmp = []Check{JudgeComparison(outstanding10x(), map[string]map[string]float64{})}
 	v, reason = Scenario(outcomes, cmp)
 	assert.Equal(t, Inconclusive, v)
 	assert.Contains(t, reason, "not measured")
@@ -429,7 +427,7 @@ func TestScenarioSingleVariant(t *testing.T) {
 	assert.Equal(t, Inconclusive, v)
 
 	// A single variant as expected but a failed comparison: not shown.
-	cmp := []Check{Comparison(outstanding10x(), byVariant(300, 40))}
+	cmp := []Check{JudgeComparison(outstanding10x(), byVariant(300, 40))}
 	v, reason = Scenario([]Outcome{vuln}, cmp)
 	assert.Equal(t, Inconclusive, v)
 	assert.Contains(t, reason, "comparison failed")
@@ -561,4 +559,32 @@ func TestMargin(t *testing.T) {
 		assert.Equal(t, c.near, ch.Near(), "%v %s %v", c.obs, c.op, c.thr)
 	}
 	assert.False(t, Check{Threshold: 20, Observed: 19, Missing: true}.Near())
+}
+
+// A variant whose measurements are unfounded (a fault that did not land)
+// is inconclusive with the reason, its hypotheses still judged.
+func TestUnfoundedIsInconclusive(t *testing.T) {
+	spec := Spec{Hypotheses: []Hypothesis{{ID: "h", Metric: "m", Op: "<=", Threshold: 1}}, Expect: map[string]Verdict{"v": Violated}}
+	j := Judge([]VariantInput{{Name: "v", Metrics: map[string]float64{"m": 5}, Unfounded: []string{"pause did not land on zk2"}}}, spec)
+	if j.Variants[0].Verdict != Inconclusive || j.Variants[0].Reason != "pause did not land on zk2" {
+		t.Fatalf("got %s (%s)", j.Variants[0].Verdict, j.Variants[0].Reason)
+	}
+	if len(j.Variants[0].Hypotheses) != 1 || j.Variants[0].Hypotheses[0].Held {
+		t.Fatalf("hypotheses not judged: %+v", j.Variants[0].Hypotheses)
+	}
+	if j.Verdict != Inconclusive || j.ExpectationMet {
+		t.Fatalf("run %s, met %v", j.Verdict, j.ExpectationMet)
+	}
+}
+
+// A figure that held at the best value its metric can take is no near
+// miss, however close its bound; one short of it still is.
+func TestNearMissAtBest(t *testing.T) {
+	one := 1.0
+	h := []Hypothesis{{ID: "share", Metric: "m", Op: ">=", Threshold: 0.95, Best: &one}}
+	checks, _, _ := Hypotheses(h, map[string]float64{"m": 1})
+	require.True(t, checks[0].Held)
+	require.False(t, checks[0].Near(), "100%% against at least 95%%")
+	checks, _, _ = Hypotheses(h, map[string]float64{"m": 0.99})
+	require.True(t, checks[0].Near(), "99%% against at least 95%%")
 }

@@ -175,7 +175,7 @@ func showScenario(out io.Writer, s *scenarios.Scenario, j bool) error {
 			YAML       string              `json:"yaml"`
 		}{s, s.Kind(), s.RunLength().String(), string(src)})
 	}
-	fmt.Fprintf(out, "# %s (case %s), %s per variant\n", s.ID, s.Case, s.RunLength())
+	fmt.Fprintf(out, "# %s (case %s), %s per variant%s\n", s.ID, s.Case, s.RunLength(), sizeLengths(s))
 	_, err = out.Write(src)
 	return err
 }
@@ -302,4 +302,16 @@ func printValidation(out io.Writer, res []validation) {
 			fmt.Fprintf(out, "ok  %s\n", r.File)
 		}
 	}
+}
+
+// sizeLengths is "; at size ci: 1m40s per variant (--size ci)" for each
+// of the scenario's sizes.
+func sizeLengths(s *scenarios.Scenario) string {
+	var b strings.Builder
+	for _, name := range s.SizeNames() {
+		if sz, err := s.Sized(name); err == nil {
+			fmt.Fprintf(&b, "; at size %s: %s per variant, %s (--size %s)", name, sz.RunLength(), strings.Join(sz.DefaultVariants(), ", "), name)
+		}
+	}
+	return b.String()
 }

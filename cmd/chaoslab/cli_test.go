@@ -265,12 +265,20 @@ func TestOutcome(t *testing.T) {
 	unmeasured := &reports.Report{Verdict: verdict.Inconclusive, Variants: []*reports.VariantResult{{Name: "vulnerable"}}}
 	labFail := &reports.Report{Verdict: verdict.Inconclusive, Variants: []*reports.VariantResult{{Name: "vulnerable", LabError: "zookeeper did not start"}}}
 	aborted := &reports.Report{Verdict: verdict.Aborted}
-	require.NoError(t, outcome([]*reports.Report{met}))
-	require.ErrorIs(t, outcome([]*reports.Report{met, notMet}), errExpectation)
-	require.ErrorIs(t, outcome([]*reports.Report{unmeasured}), errExpectation)
-	require.ErrorIs(t, outcome([]*reports.Report{labFail}), errLabFailed)
-	require.ErrorIs(t, outcome([]*reports.Report{labFail, notMet}), errExpectation, "a run that did not hold outweighs a lab failure")
-	require.ErrorIs(t, outcome([]*reports.Report{notMet, aborted}), errAborted)
+	require.NoError(t, outcome([]*reports.Report{met}, 1))
+	require.ErrorIs(t, outcome([]*reports.Report{met, notMet}, 1), errExpectation)
+	require.ErrorIs(t, outcome([]*reports.Report{unmeasured}, 1), errExpectation)
+	require.ErrorIs(t, outcome([]*reports.Report{labFail}, 1), errLabFailed)
+	require.ErrorIs(t, outcome([]*reports.Report{labFail, notMet}, 1), errExpectation, "a run that did not hold outweighs a lab failure")
+	require.ErrorIs(t, outcome([]*reports.Report{notMet, aborted}, 1), errAborted)
+	// --min-rate: 9 of 10 met is enough for 0.9, not for 0.95.
+	nine := []*reports.Report{notMet}
+	for range 9 {
+		nine = append(nine, met)
+	}
+	require.NoError(t, outcome(nine, 0.9))
+	require.ErrorIs(t, outcome(nine, 0.95), errExpectation)
+	require.ErrorIs(t, outcome([]*reports.Report{notMet, aborted, met}, 0.5), errAborted, "an interrupted run is never a pass")
 	require.ErrorIs(t, rejudged(aborted), errExpectation, "re-judging an interrupted run is not an interruption")
 }
 
@@ -280,7 +288,7 @@ func writeReport(t *testing.T, s *scenarios.Scenario, labError string) string {
 	t.Helper()
 	src, err := scenarios.ReadBuiltin(filepath.Base(s.Source))
 	require.NoError(t, err)
-	r := &reports.Report{Schema: reports.SchemaVersion, RunID: "t", Scenario: s, ScenarioYAML: string(src), Backend: "local"}
+	r := &reports.Report{Schema: reports.SchemaVersion, RunID: "t", Scenario: s.Info(), Spec: new(s.Spec()), ScenarioYAML: string(src), Backend: "local"}
 	for _, v := range s.VariantNames() {
 		r.Variants = append(r.Variants, &reports.VariantResult{Name: v})
 	}
@@ -400,31 +408,23 @@ func TestFaults(t *testing.T) {
 			require.NotEmpty(t, tg.Placements, f.Name)
 		}
 	}
-	// pause acts on every system's members everywhere; a container fault
-	// only on the container placement.
+	// Every generic fault acts on every system's members on every
+	// placement: no hole in the matrix.
 	byName := map[string]faultInfo{}
 	for _, f := range infos {
 		byName[f.Name] = f
 	}
-	require.Len(t, byName["pause"].Targets, len(lab.SystemNames())+countGroups(t, "pause"))
-	for _, tg := range byName["cpu-throttle"].Targets {
-		require.NotContains(t, tg.Placements, "local", "cpu-throttle needs a container member")
-	}
-}
-
-// countGroups is how many workload groups a fault can act on.
-func countGroups(t *testing.T, fault string) int {
-	t.Helper()
-	n := 0
-	for _, name := range lab.KindNames() {
-		k, _ := lab.GetKind(name)
-		for _, g := range k.Groups() {
-			if faults.MustNew(fault).Available(k.Probe(g)) == nil {
-				n++
+	for _, name := range faults.Generic {
+		systems := map[string][]string{}
+		for _, tg := range byName[name].Targets {
+			if tg.System != "" {
+				systems[tg.System] = tg.Placements
 			}
 		}
+		for _, sys := range lab.SystemNames() {
+			require.ElementsMatch(t, lab.PlacementNames(), systems[sys], "%s on %s members", name, sys)
+		}
 	}
-	return n
 }
 
 func TestMetrics(t *testing.T) {
@@ -495,4 +495,25 @@ func TestScenarioModelines(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, schema, got, f)
 	}
+}
+
+// A report of a run at a size loads back at that size, and an unknown
+// size is an input error before anything starts.
+func TestReportKeepsItsSize(t *testing.T) {
+	s, err := builtinScenario(t).Sized("ci")
+	require.NoError(t, err)
+	back, err := reports.Load(writeReport(t, s, ""))
+	require.NoError(t, err)
+	require.Equal(t, "ci", back.Scenario.Size)
+	again, err := scenarios.OfRecord(back)
+	require.NoError(t, err)
+	require.Equal(t, s.Timeline, again.Timeline)
+	require.Less(t, again.RunLength(), builtinScenario(t).RunLength())
+
+	_, errOut, code := chaoslab(t, "run", s.ID, "--size", "nightly", "--placement", "local")
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, `no size "nightly" (sizes: ci)`)
+	out, _, code := chaoslab(t, "show", s.ID)
+	require.Equal(t, 0, code)
+	require.Contains(t, strings.SplitN(out, "\n", 2)[0], "at size ci: ")
 }

@@ -131,3 +131,15 @@ func withPrefix(words []string, prefix string) []string {
 func looksLikePath(s string) bool {
 	return strings.ContainsAny(s, "/.~")
 }
+
+// completeSizes offers the sizes of the scenario named by the first argument.
+func completeSizes(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) == 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	s, err := scenarios.Find(args[0])
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	return withPrefix(s.SizeNames(), toComplete), cobra.ShellCompDirectiveNoFileComp
+}

@@ -6,6 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/kinds/fleet"
+	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 )
 
 // The operators' actions' parameters from the command line are read as a
@@ -21,14 +24,14 @@ func TestActRequestParams(t *testing.T) {
 			require.Equal(t, 2048, f.(*faults.SetMemoryLimit).MB)
 		}},
 		{[]string{"remove-capacity", "fleet", "10s"}, map[string]string{"fraction": "0.1"}, func(t *testing.T, f faults.Fault) {
-			require.Equal(t, 0.1, f.(*faults.RemoveCapacity).Fraction)
+			require.Equal(t, 0.1, f.(*fleet.RemoveCapacity).Fraction)
 		}},
 		{[]string{"switch-strategy", "clients", "5s"}, map[string]string{"strategy": "paced", "window": "8"}, func(t *testing.T, f faults.Fault) {
-			require.Equal(t, faults.SwitchStrategy{Strategy: "paced", Window: 8}, *f.(*faults.SwitchStrategy))
+			require.Equal(t, zkmirror.SwitchStrategy{Strategy: "paced", Window: 8}, *f.(*zkmirror.SwitchStrategy))
 		}},
 		{[]string{"raise-init-limit", "observers", "60s"}, map[string]string{"ticks": "30", "start_timeout": "90s"}, func(t *testing.T, f faults.Fault) {
-			require.Equal(t, 30, f.(*faults.RaiseInitLimit).Ticks)
-			require.Equal(t, "1m30s", f.(*faults.RaiseInitLimit).StartTimeout.D().String())
+			require.Equal(t, 30, f.(*zookeeper.RaiseInitLimit).Ticks)
+			require.Equal(t, "1m30s", f.(*zookeeper.RaiseInitLimit).StartTimeout.D().String())
 		}},
 	} {
 		a, err := actRequest(c.args, "bob", c.params).Action()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 )
 
 func imagesCmd() *cobra.Command {
@@ -35,7 +36,7 @@ Exit status: 0; 2 for a bad flag or argument; 3 when an image could not
 be built or listed.`,
 			images.ZooKeeperRef, images.DebianSuite, "", "", images.EtcdRef, images.ConsulRef, images.ChaoslabRef("")),
 	}
-	cmd.AddCommand(imagesBuildCmd(), imagesListCmd())
+	cmd.AddCommand(imagesBuildCmd(), imagesListCmd(), imagesBinariesCmd())
 	return cmd
 }
 
@@ -110,5 +111,44 @@ func imagesListCmd() *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&opts.Only, "only", nil, "list only these images")
 	cmd.Flags().StringVar(&opts.ChaoslabTag, "chaoslab-tag", images.DefaultChaoslabTag, "tag of the chaoslab image")
+	return cmd
+}
+
+func imagesBinariesCmd() *cobra.Command {
+	var opts images.Options
+	cmd := &cobra.Command{
+		Use:   "binaries",
+		Short: "Build the server binaries for this machine (etcd, consul, chaoslab), no Docker needed",
+		Long: `Build the binaries the local placement runs and the images hold (etcd and
+consul from the modules under tools/, a static chaoslab from this source
+tree), or find them in the cache; print where each is. The images are made
+from the same cached binaries, and two builds of one binary at once (two
+test packages, two commands) take turns under a lock. The test command runs
+it while Debian's packages install.
+
+Exit status: 0; 3 when a binary could not be built.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts.Logger = slog.Default()
+			opts.Progress = cmd.ErrOrStderr()
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			defer tw.Flush()
+			fmt.Fprintln(tw, "BINARY\tPATH\tTOOK")
+			for _, b := range []struct {
+				name  string
+				build func(context.Context, images.Options) (string, error)
+			}{{"etcd", images.EtcdBinary}, {"consul", images.ConsulBinary}, {"chaoslab", images.ChaoslabBinary}} {
+				start := time.Now()
+				path, err := b.build(ctx, opts)
+				if err != nil {
+					return fmt.Errorf("build %s: %w", b.name, err)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", b.name, path, time.Since(start).Round(100*time.Millisecond))
+			}
+			return nil
+		},
+	}
 	return cmd
 }

@@ -47,14 +47,11 @@ inconclusive because the lab failed.`,
 			if err != nil {
 				return errInput(err)
 			}
-			var s *scenarios.Scenario
-			if scenario != "" {
-				if s, err = findScenario(scenario); err != nil {
-					return err
-				}
+			if err := specFor(r, scenario); err != nil {
+				return err
 			}
 			before := r.Verdict
-			if _, _, err := r.Recheck(s); err != nil {
+			if _, _, err := r.Recheck(); err != nil {
 				return errInput(fmt.Errorf("re-check %s: %w", args[0], err))
 			}
 			if write {
@@ -98,7 +95,7 @@ func loadReport(cmd *cobra.Command, path string) (*reports.Report, error) {
 // rejudged is a re-judged report's exit: an interrupted run is one that
 // did not meet its expectation, not an interrupted command.
 func rejudged(r *reports.Report) error {
-	err := outcome([]*reports.Report{r})
+	err := outcome([]*reports.Report{r}, 1)
 	if errors.Is(err, errAborted) || (r.Verdict == verdict.Aborted && err == nil) {
 		return errExpectation
 	}
@@ -112,4 +109,26 @@ func reportScenario(r *reports.Report) string {
 		return r.Scenario.ID
 	}
 	return r.Case.ID
+}
+
+// specFor sets what r is judged by: another scenario's spec (--scenario),
+// or, for a record written before it kept its spec, its own scenario's.
+func specFor(r *reports.Report, scenario string) error {
+	var s *scenarios.Scenario
+	var err error
+	switch {
+	case scenario != "":
+		if s, err = findScenario(scenario); err != nil {
+			return err
+		}
+	case r.Spec == nil && r.ScenarioYAML != "":
+		if s, err = scenarios.OfRecord(r); err != nil {
+			return errInput(err)
+		}
+	default:
+		return nil
+	}
+	spec := reports.WithPublished(s.Spec(), r.Case.ID)
+	r.Spec = &spec
+	return nil
 }

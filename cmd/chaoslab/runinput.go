@@ -56,6 +56,9 @@ func (f *runFlags) check(s *scenarios.Scenario) error {
 	if err := checkPlacement(f.placement); err != nil {
 		return err
 	}
+	if !(f.minRate > 0 && f.minRate <= 1) {
+		return errInput(fmt.Errorf("read --min-rate: %g: want a share of the runs, more than 0 and at most 1", f.minRate))
+	}
 	return checkVariants(s, f.variant)
 }
 
@@ -85,6 +88,9 @@ func checkVariants(s *scenarios.Scenario, list string) error {
 // runCompletions completes the flags run and bench share.
 func runCompletions(cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("variant", completeVariants)
+	if cmd.Flags().Lookup("size") != nil {
+		_ = cmd.RegisterFlagCompletionFunc("size", completeSizes)
+	}
 	for _, name := range []string{"placement", "backend"} {
 		if cmd.Flags().Lookup(name) != nil {
 			_ = cmd.RegisterFlagCompletionFunc(name, completePlacements)

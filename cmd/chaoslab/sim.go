@@ -90,10 +90,10 @@ model failed, 130 when interrupted.`,
 			}
 			r.Dir = dir
 			if j {
-				return errors.Join(printJSON(cmd, []*reports.Report{r}), outcome([]*reports.Report{r}))
+				return errors.Join(printJSON(cmd, []*reports.Report{r}), outcome([]*reports.Report{r}, 1))
 			}
 			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(r))
-			return outcome([]*reports.Report{r})
+			return outcome([]*reports.Report{r}, 1)
 		},
 	}
 	f := cmd.Flags()

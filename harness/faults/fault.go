@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"gopkg.in/yaml.v3"
 )
 
 // Target is what a fault acts on (lab.Target).
@@ -36,6 +37,11 @@ type Fault interface {
 	// restores the target.
 	Inject(ctx context.Context, t Target, d time.Duration) error
 }
+
+// Generic are the faults every placement implements on every server of
+// every system (lab.Server): a system gets them all by building its
+// members on servers.Member.
+var Generic = []string{"pause", "kill-restart", "stop", "replace", "cpu-throttle", "set-memory-limit", "disconnect"}
 
 // Checker is implemented by a fault whose parameters can be wrong: Check
 // says what is wrong before anything starts.
@@ -88,8 +94,8 @@ func namesLocked() []string {
 	return out
 }
 
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) {
+// Sleep waits for d or until ctx ends.
+func Sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -105,4 +111,31 @@ func MustNew(name string) Fault {
 		panic(err)
 	}
 	return f
+}
+
+func TargetName(t Target) string {
+	if t == nil {
+		return "(none)"
+	}
+	return t.Name()
+}
+
+// DecodeParams decodes a step's params (a YAML mapping) into f as a
+// scenario's are, and returns the first problem its Check finds.
+func DecodeParams(f Fault, params string) error {
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(params), &n); err != nil {
+		return fmt.Errorf("decode params: %w", err)
+	}
+	if len(n.Content) > 0 && n.Content[0].Kind == yaml.MappingNode {
+		if err := n.Content[0].Decode(f); err != nil {
+			return err
+		}
+	}
+	if c, ok := f.(Checker); ok {
+		if ps := c.Check(); len(ps) > 0 {
+			return fmt.Errorf("%s: %s", ps[0].Field, ps[0].Msg)
+		}
+	}
+	return nil
 }

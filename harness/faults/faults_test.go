@@ -69,12 +69,15 @@ func state(t *testing.T, pid int) string {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"add-capacity", "consul-dns-load", "cpu-throttle", "degrade-links", "disconnect", "kill-restart", "pause", "raise-init-limit", "remove-capacity", "replace", "restart-fleet", "set-memory-limit", "stop", "switch-strategy"}, Names())
+	// This package registers the generic faults; a kind or a system
+	// registers its incident's own from its package.
+	require.Subset(t, Names(), Generic)
+	require.IsNonDecreasing(t, Names())
 	f, err := New("pause")
 	require.NoError(t, err)
 	require.Equal(t, "pause", f.Name())
 	_, err = New("meteor")
-	require.ErrorContains(t, err, `unknown fault "meteor" (known: add-capacity, consul-dns-load, cpu-throttle, degrade-links, disconnect, kill-restart, pause, raise-init-limit, remove-capacity, replace, restart-fleet, set-memory-limit, stop, switch-strategy)`)
+	require.ErrorContains(t, err, `unknown fault "meteor" (known: `+strings.Join(Names(), ", ")+")")
 	require.Panics(t, func() { Register(func() Fault { return &Pause{} }) })
 	require.Error(t, fresh("pause").Available(nil))
 }

@@ -37,10 +37,15 @@ func (*KillRestart) Available(t Target) error {
 }
 
 func (k *KillRestart) Inject(ctx context.Context, t Target, d time.Duration) error {
+	if exitedBefore(ctx, t, "kill") {
+		Sleep(ctx, d)
+		return nil
+	}
 	if err := t.Kill(); err != nil {
 		return fmt.Errorf("kill %s: %w", t.Name(), err)
 	}
-	sleep(ctx, d)
+	proveState(ctx, t, lab.StateExited)
+	Sleep(ctx, d)
 	// Restore even when the run is being interrupted.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.StartTimeout.D())
 	defer cancel()

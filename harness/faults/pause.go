@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
 // Pause stops the target's process (SIGSTOP) and continues it (SIGCONT)
@@ -24,10 +26,15 @@ func (*Pause) Available(t Target) error {
 }
 
 func (*Pause) Inject(ctx context.Context, t Target, d time.Duration) error {
+	if exitedBefore(ctx, t, "pause") {
+		Sleep(ctx, d)
+		return nil
+	}
 	if err := t.Pause(); err != nil {
 		return fmt.Errorf("pause %s: %w", t.Name(), err)
 	}
-	sleep(ctx, d)
+	proveState(ctx, t, lab.StatePaused)
+	Sleep(ctx, d)
 	if err := t.Resume(); err != nil {
 		return fmt.Errorf("resume %s: %w", t.Name(), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -105,7 +106,7 @@ func (r *Replace) Available(t Target) error {
 		return errors.New("replace: no target")
 	}
 	if _, ok := t.(Replacer); !ok {
-		return fmt.Errorf("replace: %s cannot be replaced by a fresh instance (container members and local ZooKeeper servers can; other local processes cannot)", t.Name())
+		return fmt.Errorf("replace: %s cannot be replaced by a fresh instance (the servers of every system can; a workload group cannot)", t.Name())
 	}
 	if _, ok := t.(Gater); !ok && r.Gate != GateNone {
 		return fmt.Errorf("replace: %s has no %s gate", t.Name(), r.Gate)
@@ -118,18 +119,20 @@ func (r *Replace) Inject(ctx context.Context, t Target, d time.Duration) error {
 		return err
 	}
 	began := time.Now()
+	old := procDesc(t)
 	// Once the old member is gone the new one must come up, interrupted or not.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.StartTimeout.D())
 	defer cancel()
 	if err := t.(Replacer).Replace(rctx); err != nil {
 		return fmt.Errorf("replace %s: %w", t.Name(), err)
 	}
-	record(t, "replace", fmt.Sprintf("%s replaced with an empty data dir, started in %.1fs", t.Name(), time.Since(began).Seconds()))
+	proveReplaced(ctx, t, old)
+	Record(t, "replace", fmt.Sprintf("%s replaced with an empty data dir, started in %.1fs", t.Name(), time.Since(began).Seconds()))
 	if err := r.gate(ctx, t); err != nil {
 		return err
 	}
 	if rest := d - time.Since(began); rest > 0 {
-		sleep(ctx, rest)
+		Sleep(ctx, rest)
 	}
 	return nil
 }
@@ -143,16 +146,16 @@ func (r *Replace) gate(ctx context.Context, t Target) error {
 	res := WaitGate(ctx, t.(Gater), r.Gate, r.GateTimeout.D())
 	switch {
 	case res.Passed:
-		record(t, "gate", fmt.Sprintf("%s gate passed by %s after %.1fs", r.Gate, t.Name(), res.Took.Seconds()))
+		Record(t, "gate", fmt.Sprintf("%s gate passed by %s after %.1fs", r.Gate, t.Name(), res.Took.Seconds()))
 		return nil
 	case ctx.Err() != nil:
-		record(t, "gate", fmt.Sprintf("%s gate of %s not finished, the run was interrupted after %.1fs", r.Gate, t.Name(), res.Took.Seconds()))
+		Record(t, "gate", fmt.Sprintf("%s gate of %s not finished, the run was interrupted after %.1fs", r.Gate, t.Name(), res.Took.Seconds()))
 		return nil
 	case r.OnTimeout == OnTimeoutStop:
-		record(t, "gate", fmt.Sprintf("%s gate NOT passed by %s within %s (%v): the procedure stops", r.Gate, t.Name(), r.GateTimeout, res.Last))
+		Record(t, "gate", fmt.Sprintf("%s gate NOT passed by %s within %s (%v): the procedure stops", r.Gate, t.Name(), r.GateTimeout, res.Last))
 		return fmt.Errorf("%s gate of %s: not passed within %s: %w", r.Gate, t.Name(), r.GateTimeout, lab.ErrStopTimeline)
 	}
-	record(t, "gate", fmt.Sprintf("%s gate NOT passed by %s within %s (%v): the procedure proceeds", r.Gate, t.Name(), r.GateTimeout, res.Last))
+	Record(t, "gate", fmt.Sprintf("%s gate NOT passed by %s within %s (%v): the procedure proceeds", r.Gate, t.Name(), r.GateTimeout, res.Last))
 	return nil
 }
 
@@ -187,9 +190,39 @@ func WaitGate(ctx context.Context, g Gater, gate string, timeout time.Duration) 
 	}
 }
 
-// record puts an event on the timeline when the target can.
-func record(t Target, kind, detail string) {
+// Record puts an event on the timeline when the target can.
+func Record(t Target, kind, detail string) {
 	if r, ok := t.(EventRecorder); ok {
 		r.Event(kind, t.Name(), detail)
+	}
+}
+
+// ProcReader is a target that says which process it runs now (a server
+// of any placement).
+type ProcReader interface {
+	Proc() lab.Proc
+}
+
+func procDesc(t Target) string {
+	if r, ok := t.(ProcReader); ok && r.Proc() != nil {
+		p := r.Proc()
+		if d := p.Desc(); !strings.HasPrefix(d, "pid ") && p.Pid() > 0 {
+			return fmt.Sprintf("%s (host pid %d)", d, p.Pid()) // a container keeps its name
+		}
+		return p.Desc()
+	}
+	return ""
+}
+
+// proveReplaced: a new process (or container) runs in the old one's place.
+func proveReplaced(ctx context.Context, t Target, old string) {
+	now := procDesc(t)
+	switch {
+	case old == "" || now == "":
+		Unverified(ctx, t, "%s's process cannot be read back", t.Name())
+	case now == old:
+		Missed(ctx, t, "the same process (%s) runs after the replacement", now)
+	default:
+		Landed(ctx, t, "%s runs in place of %s, with empty data", now, old)
 	}
 }

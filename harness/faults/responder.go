@@ -47,6 +47,3 @@ func (*Stop) ResponderKind(target string) string {
 	}
 	return ""
 }
-
-// ResponderKind: a restart of the fleet is the responders' restart.
-func (*RestartFleet) ResponderKind(string) string { return "restart-fleet" }

@@ -56,11 +56,19 @@ func (f *SetMemoryLimit) Inject(ctx context.Context, t Target, d time.Duration) 
 	if err := m.SetMemoryLimit(int64(f.MB) << 20); err != nil {
 		return fmt.Errorf("set memory limit of %s: %w", t.Name(), err)
 	}
-	record(t, "memory-limit", fmt.Sprintf("memory limit %d MiB (was %d MiB)", f.MB, old>>20))
-	sleep(ctx, d)
+	Record(t, "memory-limit", fmt.Sprintf("memory limit %d MiB (was %d MiB)", f.MB, old>>20))
+	switch got := m.MemoryLimit(); {
+	case got < 0:
+		Unverified(ctx, t, "memory limit not readable now (%s may be restarting)", t.Name())
+	case got>>20 == int64(f.MB):
+		Landed(ctx, t, "memory limit %d MiB, read back", got>>20)
+	default:
+		Missed(ctx, t, "memory limit %d MiB read back, want %d", got>>20, f.MB)
+	}
+	Sleep(ctx, d)
 	if err := m.SetMemoryLimit(old); err != nil {
 		return fmt.Errorf("restore memory limit of %s: %w", t.Name(), err)
 	}
-	record(t, "memory-limit", fmt.Sprintf("memory limit back to %d MiB", old>>20))
+	Record(t, "memory-limit", fmt.Sprintf("memory limit back to %d MiB", old>>20))
 	return nil
 }

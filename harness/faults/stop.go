@@ -44,10 +44,15 @@ func (f *Stop) Inject(ctx context.Context, t Target, d time.Duration) error {
 	if held {
 		stop, start = s.Stop, s.Start
 	}
+	if !held && exitedBefore(ctx, t, "stop") {
+		Sleep(ctx, d)
+		return nil
+	}
 	if err := stop(); err != nil {
 		return fmt.Errorf("stop %s: %w", t.Name(), err)
 	}
-	sleep(ctx, d)
+	proveState(ctx, t, lab.StateExited)
+	Sleep(ctx, d)
 	// Bring it back even when the run is being interrupted.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.StartTimeout.D())
 	defer cancel()

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/chaoslab/chaoslab/harness/freeport"
 	"github.com/chaoslab/chaoslab/harness/gameday"
+	"github.com/chaoslab/chaoslab/harness/infra/freeport"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/reports"
 )
@@ -131,7 +131,14 @@ func TestIntegration_PrometheusScrapesARun(t *testing.T) {
 		live = promQuery(t, api, "query", url.Values{"query": {sel}})
 	}
 	t.Logf("%.1f s after the start: Prometheus has %d chaoslab series of the live run, e.g. %v", time.Since(began).Seconds(), len(live), live[0].Metric)
-	require.NoError(t, <-ran, "chaoslab run")
+	// The verdict of this shrunken IL-0587 is not what is tested here (at
+	// 6 clients it may hold): exit status 1, "did not meet the scenario's
+	// expectation", is a finished run like 0; any other is a failure.
+	if err := <-ran; err != nil {
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "chaoslab run")
+		require.Equal(t, 1, exit.ExitCode(), "chaoslab run: %v", err)
+	}
 	ended := time.Now()
 
 	r := loadReport(t, out)

@@ -121,7 +121,7 @@ func deadRun(t *testing.T, controller int, start uint64, extra ...journal.Record
 	require.NoError(t, err)
 	began := time.Now().Add(-time.Minute).Round(time.Second)
 	head, err := json.Marshal(&reports.Report{Schema: reports.SchemaVersion, RunID: "il-0587-test", StartedAt: began,
-		Scenario: s, ScenarioYAML: string(text), Backend: "local", Versions: map[string]string{}})
+		Scenario: s.Info(), Spec: new(s.Spec()), ScenarioYAML: string(text), Backend: "local", Versions: map[string]string{}})
 	require.NoError(t, err)
 	vr, err := json.Marshal(&reports.VariantResult{Name: "vulnerable", Expect: verdict.Violated, Noun: [2]string{"client", "clients"}})
 	require.NoError(t, err)

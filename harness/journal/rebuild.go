@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/chaoslab/chaoslab/reports"
-	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
@@ -143,7 +142,7 @@ func (r *Run) Rebuild() (*reports.Report, Death, error) {
 		}
 	}
 	rep.EndedAt = d.LastRecord
-	if _, _, err := rep.Recheck(nil); err != nil {
+	if _, _, err := rep.Recheck(); err != nil {
 		return nil, d, fmt.Errorf("rebuild report: %w", err)
 	}
 	if rep.Verdict != verdict.Aborted {
@@ -215,19 +214,11 @@ func latest(a, b time.Time) time.Time {
 	return a
 }
 
-// decodeHead is the report's head as the run began, with its scenario
-// parsed again from its text (as reports.Load does).
+// decodeHead is the report's head as the run began (its spec with it).
 func decodeHead(body json.RawMessage) (*reports.Report, error) {
 	var rep reports.Report
 	if err := json.Unmarshal(body, &rep); err != nil {
 		return nil, fmt.Errorf("rebuild report: decode head: %w", err)
-	}
-	if rep.ScenarioYAML != "" && rep.Scenario != nil {
-		s, err := scenarios.Parse(rep.Scenario.Source, []byte(rep.ScenarioYAML))
-		if err != nil {
-			return nil, fmt.Errorf("rebuild report: embedded scenario: %w", err)
-		}
-		rep.Scenario = s
 	}
 	rep.Variants = nil
 	return &rep, nil

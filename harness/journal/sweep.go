@@ -16,8 +16,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
-	"github.com/chaoslab/chaoslab/harness/limits"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
 )
 
 // killWait is how long Clean waits for a killed process to be gone

@@ -5,29 +5,12 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/chaoslab/chaoslab/record"
 )
 
-// SeriesDef declares a series a plug-in records: reports chart it under
-// Title, in the order the plug-ins declare them.
-type SeriesDef struct {
-	Name  string `json:"name"`
-	Title string `json:"title"`
-	Unit  string `json:"unit"`
-	// Marks are event kinds crossed on its chart (oom-kill, thread-limit).
-	Marks []string `json:"marks,omitempty"`
-	// State: each source's samples are a 0/1 state (connected or not);
-	// reports chart how many sources are in state 1 at each moment.
-	State bool `json:"state,omitempty"`
-}
-
-// Matches says whether a series name is this one, or one of the family a
-// name ending in ".*" declares ("client.*": every figure a client prints).
-func (d SeriesDef) Matches(name string) bool {
-	if prefix, ok := strings.CutSuffix(d.Name, "*"); ok {
-		return strings.HasPrefix(name, prefix) && len(name) > len(prefix)
-	}
-	return d.Name == name
-}
+// SeriesDef is record.SeriesDef.
+type SeriesDef = record.SeriesDef
 
 // MetricDef declares a metric. A metric with a Reducer is data: the runner
 // computes it from its series; one without is computed by the plug-in's

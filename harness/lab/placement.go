@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -82,6 +83,8 @@ type Site interface {
 	Placement() Placement
 	// Start runs a program under its limits; it returns once it runs.
 	Start(ctx context.Context, p Program) (Proc, error)
+	// ServerSite starts the servers of a system (Layout, StartServer).
+	ServerSite
 	// Listen is where a program started here listens so that the harness
 	// and other programs reach it (127.0.0.1; 0.0.0.0 in a container), and
 	// the host it advertises to peers ("" for the listen host; "auto" for
@@ -159,8 +162,22 @@ type Program struct {
 	// the image's command in a container of Image.
 	Command []string
 	Image   string
-	Env     []string
-	Limits  Limits
+	// Entrypoint replaces the image's entrypoint (nil: its own).
+	Entrypoint []string
+	// HostBinary, with a container placement, is this machine's build of
+	// the program, bind-mounted read-only at HostBinaryAt in place of the
+	// image's and read into this machine's page cache first: a memory
+	// limit then holds the program's own memory, as for a local process,
+	// and the kernel cannot reclaim the executable's pages to make room
+	// for the heap (a Consul agent at its limit thrashed instead of being
+	// OOM-killed).
+	HostBinary, HostBinaryAt string
+	Env                      []string
+	Limits                   Limits
+	// Files are written where the program sees them before it starts (a
+	// path of this machine for a local process, of its container's file
+	// system for a container), by path.
+	Files map[string]string
 	// Stdout receives every line the program prints on standard output;
 	// Stderr its standard error (its log).
 	Stdout func(line []byte)
@@ -219,6 +236,9 @@ type ProcStats struct {
 	// the engine reports it); 0 when no cgroup accounts it. It counts
 	// page cache and kernel memory and may differ from the RSS either way.
 	MemoryChargedBytes int64
+	// MemoryPeakBytes is the most the kernel has charged to it (v1
+	// memory.max_usage_in_bytes, v2 memory.peak); 0 when not known.
+	MemoryPeakBytes int64
 	// MemoryNote says how the limit relates to Limits.MemoryMB when it
 	// differs (a container's page cache allowance).
 	MemoryNote string
@@ -241,4 +261,28 @@ type ProcExit struct {
 // AsExit is the report's form of an exit at time t.
 func (e ProcExit) AsExit(t float64) Exit {
 	return Exit{T: t, Code: e.Code, Signal: e.Signal, OOM: e.OOM, How: e.How}
+}
+
+// VersionRecorder is implemented by a placement that reports what a
+// system used on it (a server binary and its version).
+type VersionRecorder interface {
+	SetVersion(k, v string)
+}
+
+// RecordVersion records on p, when it keeps them, what a system used.
+func RecordVersion(p Placement, k, v string) {
+	if r, ok := p.(VersionRecorder); ok {
+		r.SetVersion(k, v)
+	}
+}
+
+// LogWriter turns what is written to it (a build's progress lines) into
+// log lines.
+type LogWriter struct{ Log *slog.Logger }
+
+func (w LogWriter) Write(b []byte) (int, error) {
+	if w.Log != nil {
+		w.Log.Info(strings.TrimSpace(string(b)))
+	}
+	return len(b), nil
 }

@@ -87,7 +87,8 @@ type Cluster interface {
 	// series the system declares), each with a deadline.
 	Sample(ctx context.Context) []MemberSample
 	// Limit holds the servers to their topology's limits (CPU share) from
-	// now on, restarted members included; called once the data is seeded.
+	// now on, restarted members included; called once the warm-up's
+	// workload is steady (its first load ran at full speed).
 	Limit(ctx context.Context) error
 	// Version is the servers' version ("" when unknown).
 	Version(ctx context.Context) string

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 )
 
 // SkipUnlessZooKeeper skips a test that starts real ZooKeeper servers as
@@ -27,7 +29,7 @@ func SkipUnlessZooKeeper(t *testing.T) {
 		t.Skip("integration test: needs root for cgroups")
 	}
 	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		if err := zkensemble.EnsureInstalled(context.Background(), slog.Default()); err != nil {
+		if err := zookeeper.EnsureInstalled(context.Background(), slog.Default()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,4 +95,29 @@ func LocalPlacement(t *testing.T, ctx context.Context, log *slog.Logger) lab.Pla
 		t.Skipf("local placement: %v", err)
 	}
 	return plc
+}
+
+// SkipUnlessRoot skips an integration test with -short or without root
+// (cgroups, nftables).
+func SkipUnlessRoot(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts real servers (skipped with -short)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: needs root for cgroups")
+	}
+}
+
+// SetParams sets a fault's (or any plug-in's) parameters as a scenario
+// gives them, by their yaml names.
+func SetParams(t *testing.T, v any, params map[string]any) {
+	t.Helper()
+	b, err := yaml.Marshal(params)
+	if err != nil {
+		t.Fatalf("encode params: %v", err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("set params %v: %v", params, err)
+	}
 }

@@ -51,6 +51,10 @@ func OutDir(dir string) Option        { return func(o *runner.Options) { o.OutDi
 func WithReferences() Option          { return func(o *runner.Options) { o.WithReferences = true } }
 func Variants(names ...string) Option { return func(o *runner.Options) { o.Variants = names } }
 
+// Size replays the scenario at one of its sizes (ci: the reduced size CI
+// replays).
+func Size(name string) Option { return func(o *runner.Options) { o.Size = name } }
+
 // T is what Run needs of a test (a *testing.T).
 type T interface {
 	Helper()

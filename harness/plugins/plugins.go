@@ -4,15 +4,15 @@
 package plugins
 
 import (
-	_ "github.com/chaoslab/chaoslab/harness/dblb"
-	_ "github.com/chaoslab/chaoslab/harness/ebs"
-	_ "github.com/chaoslab/chaoslab/harness/execclient"
 	_ "github.com/chaoslab/chaoslab/harness/faults"
-	_ "github.com/chaoslab/chaoslab/harness/fleet"
+	_ "github.com/chaoslab/chaoslab/harness/kinds/dblb"
+	_ "github.com/chaoslab/chaoslab/harness/kinds/ebs"
+	_ "github.com/chaoslab/chaoslab/harness/kinds/execclient"
+	_ "github.com/chaoslab/chaoslab/harness/kinds/fleet"
+	_ "github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	_ "github.com/chaoslab/chaoslab/harness/placement/container"
 	_ "github.com/chaoslab/chaoslab/harness/placement/local"
 	_ "github.com/chaoslab/chaoslab/harness/systems/consul"
 	_ "github.com/chaoslab/chaoslab/harness/systems/etcd"
 	_ "github.com/chaoslab/chaoslab/harness/systems/zookeeper"
-	_ "github.com/chaoslab/chaoslab/harness/zkmirror"
 )

@@ -59,7 +59,7 @@ func TestRunSweepsDeadControllers(t *testing.T) {
 	require.NoError(t, dead.Wait())
 	me, err := journal.ProcStart(os.Getpid())
 	require.NoError(t, err)
-	head, err := json.Marshal(&reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: s, Versions: map[string]string{}})
+	head, err := json.Marshal(&reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: s.Info(), Spec: new(s.Spec()), Versions: map[string]string{}})
 	require.NoError(t, err)
 	mk := func(name string, pid int, start uint64) string {
 		dir := filepath.Join(out, name)

@@ -173,8 +173,12 @@ func (p *plan) prepare(ctx context.Context, log *slog.Logger) error {
 // but the placement's checks (images present, faults possible): what Run
 // would refuse, it refuses.
 func Preflight(ctx context.Context, s *scenarios.Scenario, o Options) error {
+	s, err := s.Sized(o.Size)
+	if err != nil {
+		return err
+	}
 	if len(o.Variants) == 0 {
-		o.Variants = s.VariantNames()
+		o.Variants = s.DefaultVariants()
 	}
 	p, err := newPlan(ctx, s, &o)
 	if err != nil {

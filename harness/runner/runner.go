@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/journal"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/harness/progress"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
@@ -28,9 +28,13 @@ import (
 
 // Options of one run.
 type Options struct {
-	// Variants to run, in order; empty means every variant of the scenario.
+	// Variants to run, in order; empty means the scenario's default ones
+	// (every variant, or those its size names).
 	Variants []string
-	Seed     int64
+	// Size runs the scenario at one of its sizes (ci: the reduced size CI
+	// replays); "" runs it as it is.
+	Size string
+	Seed int64
 	// OutDir is the parent of the run folder (default out/runs).
 	OutDir string
 	// Placement: local (processes on this machine), docker (containers) or
@@ -106,12 +110,16 @@ func Run(ctx context.Context, s *scenarios.Scenario, o Options) (rep *reports.Re
 			rep = nil
 		}
 	}()
+	s, err = s.Sized(o.Size)
+	if err != nil {
+		return nil, err
+	}
 	s, src, err := withClient(s, &o)
 	if err != nil {
 		return nil, err
 	}
 	if len(o.Variants) == 0 {
-		o.Variants = s.VariantNames()
+		o.Variants = s.DefaultVariants()
 	}
 	sweepJournals(ctx, o.OutDir, o.Logger)
 	p, err := newPlan(ctx, s, &o)
@@ -165,7 +173,7 @@ func (p *plan) execute(ctx context.Context, r *reports.Report, o Options, dir st
 		r.BackendWhy = strings.TrimPrefix(r.BackendWhy+"; "+w, "; ")
 	}
 	r.EndedAt = time.Now()
-	if _, _, err := r.Recheck(nil); err != nil {
+	if _, _, err := r.Recheck(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
 	runErr = errors.Join(runErr, panicOf(ctx))
@@ -189,7 +197,7 @@ func writeAborted(r *reports.Report, dir string) (err error) {
 		}
 	}
 	r.EndedAt = time.Now()
-	_, _, _ = r.Recheck(nil)
+	_, _, _ = r.Recheck()
 	if r.Verdict != verdict.Aborted {
 		r.Verdict, r.Reason, r.ExpectationMet = verdict.Aborted, "aborted: the run panicked", false
 	}
@@ -291,7 +299,7 @@ func withClient(s *scenarios.Scenario, o *Options) (*scenarios.Scenario, []byte,
 	}
 	o.Variants = []string{name}
 	if o.WithReferences {
-		o.Variants = append(s.VariantNames(), name)
+		o.Variants = append(s.DefaultVariants(), name)
 	}
 	return s2, src, nil
 }
@@ -311,13 +319,15 @@ func variantRunID(scenario, variant string, t time.Time) string {
 func newReport(s *scenarios.Scenario, p *plan, o Options, runID string, start time.Time) *reports.Report {
 	r := &reports.Report{
 		Backend: p.plc.Name(), BackendWhy: p.why, Schema: reports.SchemaVersion, RunID: runID, StartedAt: start,
-		Scenario: s, Seed: o.Seed, Host: hostInfo(), Versions: versions(), Rerun: rerun(o.Rerun, p.plc.Name()),
+		Scenario: s.Info(), Seed: o.Seed, Host: hostInfo(), Versions: versions(), Rerun: rerun(o.Rerun, p.plc.Name()),
 		Charts: append(append(p.kind.Series(), p.sys.Series()...), lab.PipelineSeries()...),
 	}
 	if b, err := readSource(s.Source); err == nil {
 		r.ScenarioYAML = string(b)
 	}
 	r.Case = reports.CaseRefFor(s.Case)
+	spec := reports.WithPublished(s.Spec(), s.Case)
+	r.Spec = &spec
 	r.MetricDocs = metricDocs(s, p)
 	return r
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
 )

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/record"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
 
@@ -115,11 +117,13 @@ func (v *variant) act(ctx context.Context, n int, a Action, c lab.Cluster, w lab
 		params = map[string]any{}
 	}
 	params["author"] = a.Author
-	fw := lab.FaultWindow{Fault: step.Fault, Target: step.Target, Member: names(targets), Start: v.env.Now(), Params: params, Detail: "action by " + a.Author}
+	fw := lab.FaultWindow{Fault: step.Fault, Target: step.Target, Member: names(targets), Start: v.env.Now(), Params: params, Detail: record.ActionPrefix + a.Author}
 	v.env.Event("action", fw.Member, fmt.Sprintf("%s %s (%s) for %s, by %s", step.Fault, fw.Member, step.Target, step.Duration, a.Author))
 	v.journalFault(fw, true)
-	ierr := injectAll(ctx, v.p.aborter, f, targets, step.Duration.D())
+	pctx, proofs := faults.WithProofs(ctx, v.env.Now)
+	ierr := injectAll(pctx, v.p.aborter, f, targets, step.Duration.D())
 	fw.End = v.env.Now()
+	fw.Proofs = v.proved(fw.Fault, proofs)
 	if ierr != nil && ctx.Err() == nil {
 		fw.Detail += ": " + ierr.Error()
 	}

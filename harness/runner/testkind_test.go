@@ -15,6 +15,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/runner"
+	"github.com/chaoslab/chaoslab/record"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -221,6 +222,10 @@ func TestIntegration_ThirdKind(t *testing.T) {
 	require.Contains(t, v.Metrics, "probe.ok.min_after_faults")
 	require.Equal(t, 1.0, float64(v.Metrics["last(probe.ok)@after-faults"]))
 	require.Greater(t, float64(v.Metrics["cluster.leaderless_s"]), 0.0, "the paused leader left the ensemble without one")
+	require.Len(t, v.Faults, 1)
+	require.Len(t, v.Faults[0].Proofs, 1, "the pause read its target's state back")
+	require.Equal(t, record.Landed, v.Faults[0].Proofs[0].Landed, v.Faults[0].Proofs[0].Observed)
+	require.Contains(t, v.Faults[0].Proofs[0].Observed, "state paused")
 	html, err := os.ReadFile(filepath.Join(r.Dir, "index.html"))
 	require.NoError(t, err)
 	require.Contains(t, string(html), "The test probe got an answer (1) or not (0)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/record"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
 
@@ -31,22 +32,23 @@ const (
 	healthGlance = 5 * time.Second
 )
 
-// timeline waits out the warm-up, counted from workStart (the workload's
-// start, after the servers' start and the seeding), until the workload is
-// steady (up to as long again), injects each fault with a health check
-// before and after, and observes until the end.
+// limitSettle is how long the workload runs against servers held to their
+// limits before the first fault, at least: the steady traffic the metrics
+// take as the baseline (the lowest rate over any 5 s) is the limited one.
+const limitSettle = 10 * time.Second
+
+// timeline runs the warm-up, counted from workStart (the workload's start,
+// after the servers' start and the seeding), injects each fault with a
+// health check before and after, and observes until the end.
 func (v *variant) timeline(ctx context.Context, c lab.Cluster, w lab.Workload, workStart time.Time) error {
-	warm := v.p.s.Timeline.Warmup.D()
 	steps, err := v.p.s.FaultsFor(v.name)
 	if err != nil {
 		return err
 	}
-	if !sleepUntil(ctx, workStart.Add(warm)) {
-		return nil
+	if ok, err := v.warmup(ctx, c, w, workStart); !ok {
+		return err
 	}
-	if !v.waitSteady(ctx, w, workStart.Add(2*warm)) {
-		return nil
-	}
+	warm := v.p.s.Timeline.Warmup.D()
 	warmEnd := time.Now()
 	v.tl.WarmEnd = v.env.Clock(warmEnd)
 	runEnd := warmEnd.Add(v.p.s.RunLength() - warm)
@@ -101,6 +103,24 @@ func (v *variant) observeWhole(runEnd time.Time) time.Time {
 	return minEnd
 }
 
+// warmup lets the workload reach its steady state (every client has its
+// tree, every server routes) against servers at full speed, up to twice
+// the warm-up; then holds the servers to their limits (CPU share) and
+// runs until the warm-up's end, and at least limitSettle more. A first
+// load is the workload's, not the incident's: on servers at a third of a
+// core it took most of a warm-up. It returns false when interrupted or
+// when the limits could not be set (the error).
+func (v *variant) warmup(ctx context.Context, c lab.Cluster, w lab.Workload, workStart time.Time) (bool, error) {
+	warm := v.p.s.Timeline.Warmup.D()
+	if !v.waitSteady(ctx, w, workStart.Add(2*warm)) {
+		return false, nil
+	}
+	if err := c.Limit(ctx); err != nil {
+		return false, fmt.Errorf("hold the servers to their limits: %w", err)
+	}
+	return sleepUntil(ctx, later(workStart.Add(warm), time.Now().Add(limitSettle))), nil
+}
+
 // waitSteady waits until every instance of the workload is steady, or the
 // deadline; it returns false when the run was interrupted.
 func (v *variant) waitSteady(ctx context.Context, w lab.Workload, deadline time.Time) bool {
@@ -108,10 +128,12 @@ func (v *variant) waitSteady(ctx context.Context, w lab.Workload, deadline time.
 		st := w.Steady()
 		if st.Ready == st.Total {
 			v.env.Event("steady", "workload", fmt.Sprintf("all %d %s after %.1fs of warm-up", st.Total, st.What, v.env.Now()))
+			v.vr.Steady = &record.SteadyState{Ready: st.Ready, Total: st.Total, What: st.What}
 			return true
 		}
 		if time.Now().After(deadline) {
 			v.env.Event("steady", "workload", fmt.Sprintf("warm-up ended with %d of %d %s", st.Ready, st.Total, st.What))
+			v.vr.Steady = &record.SteadyState{Ready: st.Ready, Total: st.Total, What: st.What}
 			return true
 		}
 		if !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
@@ -134,7 +156,10 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 	if g, ok := f.(faults.SelfGated); ok && g.SelfGated() {
 		before, after = healthGlance, healthGlance
 	}
-	v.checkHealth(ctx, "before "+step.Fault, c, w, before)
+	healthy := v.checkHealth(ctx, "before "+step.Fault, c, w, before)
+	if st := v.vr.Steady; i == 0 && st != nil && ctx.Err() == nil {
+		st.Checked, st.Healthy = true, healthy
+	}
 	targets, err := v.targetsFor(ctx, sel, c, w, uint64(100+i))
 	if err != nil {
 		v.env.Event("fault-skipped", step.Target, fmt.Sprintf("%s not injected: %v", step.Fault, err))
@@ -147,8 +172,10 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 	v.enter(fmt.Sprintf("fault %d/%d %s %s (%s) for %s", i+1, len(v.p.s.Timeline.Faults), step.Fault, fw.Member, step.Target, step.Duration))
 	v.env.Event("fault", fw.Member, fmt.Sprintf("%s %s (%s) for %s", step.Fault, fw.Member, step.Target, step.Duration))
 	v.journalFault(fw, true)
-	ierr := injectAll(ctx, v.p.aborter, f, targets, step.Duration.D())
+	pctx, proofs := faults.WithProofs(ctx, v.env.Now)
+	ierr := injectAll(pctx, v.p.aborter, f, targets, step.Duration.D())
 	fw.End = v.env.Now()
+	fw.Proofs = v.proved(fw.Fault, proofs)
 	if ierr != nil && ctx.Err() == nil {
 		fw.Detail = ierr.Error()
 	}
@@ -165,6 +192,18 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 		return fmt.Errorf("fault %d (%s): %w", i, step.Fault, ierr)
 	}
 	return nil
+}
+
+// proved records a fault's proofs on the timeline: each target it did
+// not land on is an event, and makes the variant inconclusive.
+func (v *variant) proved(fault string, p *faults.Proofs) []lab.Proof {
+	list := p.List()
+	for _, pr := range list {
+		if pr.Landed == record.Missed {
+			v.env.Event("fault-missed", pr.Target, fault+" did not land: "+pr.Observed)
+		}
+	}
+	return list
 }
 
 // injectAll injects f into every target at once and waits for all.

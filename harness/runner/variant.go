@@ -108,9 +108,6 @@ func (v *variant) workload(ctx context.Context, cluster lab.Cluster) error {
 	if err := w.Seed(ctx); err != nil {
 		return err
 	}
-	if err := cluster.Limit(ctx); err != nil {
-		return err
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	smp := &sampler{c: cluster, every: v.p.sys.SampleEvery()}

@@ -45,7 +45,7 @@ func (s *Session) Debrief(r *reports.Report) *reports.Debrief {
 func firstFault(v *reports.VariantResult) float64 {
 	first := math.Inf(1)
 	for _, f := range v.Faults {
-		if !isAction(f) {
+		if !f.IsAction() {
 			first = math.Min(first, f.Start)
 		}
 	}
@@ -54,8 +54,6 @@ func firstFault(v *reports.VariantResult) float64 {
 	}
 	return first
 }
-
-func isAction(f reports.FaultWindow) bool { return strings.HasPrefix(f.Detail, "action by") }
 
 // predictions judges each predicting checkpoint's last answer by the
 // series' mean over the 15 s before it opened against the mean from it
@@ -183,7 +181,7 @@ func (s *Session) actions(v *reports.VariantResult) []reports.DebriefAction {
 	taken := map[string][]string{}
 	var kinds []string
 	for _, f := range v.Faults {
-		if !isAction(f) {
+		if !f.IsAction() {
 			continue
 		}
 		k := faults.ResponderKind(f.Fault, f.Target)

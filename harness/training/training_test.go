@@ -184,7 +184,7 @@ func TestDebrief(t *testing.T) {
 	require.NotEmpty(t, d.Reveal)
 
 	// It is drawn at the top of the report.
-	r := &reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: &scenarios.Scenario{ID: "x"}, Variants: []*reports.VariantResult{v}, Debrief: d}
+	r := &reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: &reports.ScenarioInfo{ID: "x"}, Variants: []*reports.VariantResult{v}, Debrief: d}
 	dir := t.TempDir()
 	require.NoError(t, reports.Write(r, dir))
 	html, err := os.ReadFile(filepath.Join(dir, "index.html"))

@@ -175,25 +175,7 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run model %s: %w", c.ID, err)
 	}
-	r := &reports.Report{
-		Schema: reports.SchemaVersion, RunID: fmt.Sprintf("%s-sim-%s-%s", c.ID, o.Scale, time.Now().UTC().Format("20060102T150405Z")),
-		StartedAt: time.Now().UTC(), Case: reports.CaseRefFor(c.ID), Seed: int64(o.Seed), Backend: "sim",
-		BackendWhy: fmt.Sprintf("discrete-event model %s at the %s's scale", c.Model, o.Scale),
-		Host:       host(), Versions: map[string]string{"go": runtime.Version(), "model": c.Model},
-		Rerun: o.Rerun,
-	}
-	if o.Calibrate != "" {
-		r.BackendWhy += ", calibrated from " + o.Calibrate
-	}
-	if c.Scenario != "" {
-		// The report does not carry the harness scenario: its hypotheses
-		// are for the harness's scale, and the model's are stored with
-		// each variant (reports.Report.Recheck judges those again).
-		r.BackendWhy += "; the harness replays the same case as scenario " + c.Scenario
-	}
-	if r.Case.Title == "" {
-		r.Case.Title = c.Title
-	}
+	r := newReport(c, o)
 	acts := c.responders(o.Scale)
 	r.BackendWhy += "; the responders' actions: " + acts
 	var hyps []scenarios.Hypothesis
@@ -204,37 +186,13 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 	if c.ExpectAt != nil {
 		expect = c.ExpectAt(o.Scale)
 	}
-	results := map[string]sim.Result{}
-	var outcomes []verdict.Outcome
-	byVariant := map[string]map[string]float64{}
-	for _, v := range variants {
-		if err := ctx.Err(); err != nil {
-			return aborted(r, context.Cause(ctx)), nil
-		}
-		o.Progress("model variant starting", "case", c.ID, "variant", v.Name, "scale", o.Scale)
-		start := time.Now()
-		res, ok := runUnlessDone(ctx, v.Run)
-		if !ok {
-			return aborted(r, context.Cause(ctx)), nil
-		}
-		wall := time.Since(start)
-		results[v.Name] = res
-		vr := variantResult(v, res, wall)
-		vr.Parameters = append(vr.Parameters, reports.Parameter{Name: "Responders' actions", Value: cmp.Or(v.Responders, untreated)})
-		vr.Expect = expect[v.Name]
-		vr.Hypotheses, vr.Verdict, vr.Reason = verdict.Hypotheses(hyps, res.Metrics)
-		if vr.Expect == "" {
-			vr.Expect = vr.Verdict
-		}
-		r.Variants = append(r.Variants, vr)
-		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: vr.Verdict, Expect: vr.Expect, Reason: vr.Reason})
-		byVariant[v.Name] = res.Metrics
-		o.Progress("model variant done", "variant", v.Name, "outcome", res.Outcome.String(), "verdict", vr.Verdict,
-			"events", res.Events, "wall", wall.Round(time.Millisecond))
+	results, outcomes, byVariant, done := runVariants(ctx, c, o, r, variants, hyps, expect)
+	if !done {
+		return aborted(r, context.Cause(ctx)), nil
 	}
 	if c.Comparisons != nil {
 		for _, cmp := range c.Comparisons(o.Scale) {
-			r.Comparisons = append(r.Comparisons, verdict.Comparison(cmp, byVariant))
+			r.Comparisons = append(r.Comparisons, verdict.JudgeComparison(cmp, byVariant))
 		}
 	}
 	if c.Incident != nil {
@@ -261,6 +219,63 @@ func Run(ctx context.Context, c *Case, o Options) (*reports.Report, error) {
 	r.ExpectationMet = verdict.Met(outcomes, r.Comparisons)
 	r.EndedAt = time.Now().UTC()
 	return r, nil
+}
+
+// newReport is a simulated run's report head.
+func newReport(c *Case, o Options) *reports.Report {
+	r := &reports.Report{
+		Schema: reports.SchemaVersion, RunID: fmt.Sprintf("%s-sim-%s-%s", c.ID, o.Scale, time.Now().UTC().Format("20060102T150405Z")),
+		StartedAt: time.Now().UTC(), Case: reports.CaseRefFor(c.ID), Seed: int64(o.Seed), Backend: "sim",
+		BackendWhy: fmt.Sprintf("discrete-event model %s at the %s's scale", c.Model, o.Scale),
+		Host:       host(), Versions: map[string]string{"go": runtime.Version(), "model": c.Model},
+		Rerun: o.Rerun,
+	}
+	if o.Calibrate != "" {
+		r.BackendWhy += ", calibrated from " + o.Calibrate
+	}
+	if c.Scenario != "" {
+		// The report does not carry the harness scenario: its hypotheses
+		// are for the harness's scale, and the model's are stored with
+		// each variant (reports.Report.Recheck judges those again).
+		r.BackendWhy += "; the harness replays the same case as scenario " + c.Scenario
+	}
+	if r.Case.Title == "" {
+		r.Case.Title = c.Title
+	}
+	return r
+}
+
+// runVariants runs each model variant and judges it, adding it to r; done
+// is false when ctx ended first.
+func runVariants(ctx context.Context, c *Case, o Options, r *reports.Report, variants []Variant, hyps []scenarios.Hypothesis,
+	expect map[string]verdict.Verdict) (results map[string]sim.Result, outcomes []verdict.Outcome, byVariant map[string]map[string]float64, done bool) {
+	results, byVariant = map[string]sim.Result{}, map[string]map[string]float64{}
+	for _, v := range variants {
+		if err := ctx.Err(); err != nil {
+			return results, outcomes, byVariant, false
+		}
+		o.Progress("model variant starting", "case", c.ID, "variant", v.Name, "scale", o.Scale)
+		start := time.Now()
+		res, ok := runUnlessDone(ctx, v.Run)
+		if !ok {
+			return results, outcomes, byVariant, false
+		}
+		wall := time.Since(start)
+		results[v.Name] = res
+		vr := variantResult(v, res, wall)
+		vr.Parameters = append(vr.Parameters, reports.Parameter{Name: "Responders' actions", Value: cmp.Or(v.Responders, untreated)})
+		vr.Expect = expect[v.Name]
+		vr.Hypotheses, vr.Verdict, vr.Reason = verdict.Hypotheses(hyps, res.Metrics)
+		if vr.Expect == "" {
+			vr.Expect = vr.Verdict
+		}
+		r.Variants = append(r.Variants, vr)
+		outcomes = append(outcomes, verdict.Outcome{Variant: v.Name, Verdict: vr.Verdict, Expect: vr.Expect, Reason: vr.Reason})
+		byVariant[v.Name] = res.Metrics
+		o.Progress("model variant done", "variant", v.Name, "outcome", res.Outcome.String(), "verdict", vr.Verdict,
+			"events", res.Events, "wall", wall.Round(time.Millisecond))
+	}
+	return results, outcomes, byVariant, true
 }
 
 // runUnlessDone runs a model and returns its result, or returns at once

@@ -83,7 +83,7 @@ func TestEBSCaseReport(t *testing.T) {
 	require.Contains(t, string(html), "<svg")
 	back, err := reports.Load(dir)
 	require.NoError(t, err)
-	vd, _, err := back.Recheck(nil)
+	vd, _, err := back.Recheck()
 	require.NoError(t, err)
 	require.Equal(t, verdict.Reproduced, vd)
 	require.Len(t, back.Incident, 4)
@@ -186,7 +186,7 @@ func TestZKCalibrationErrors(t *testing.T) {
 	require.ErrorContains(t, err, "/nonexistent/report.json")
 
 	// A report of another scenario is refused by name.
-	other := &reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: &scenarios.Scenario{ID: "il-0384-kinesis-thread-per-peer"}}
+	other := &reports.Report{Schema: reports.SchemaVersion, RunID: "x", Scenario: &reports.ScenarioInfo{ID: "il-0384-kinesis-thread-per-peer"}}
 	dir := t.TempDir()
 	require.NoError(t, other.Save(dir))
 	_, err = Run(context.Background(), c, Options{Scale: ScaleHarness, Calibrate: dir})

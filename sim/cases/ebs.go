@@ -45,7 +45,7 @@ func init() {
 		},
 		Hypotheses: func(scale string) []scenarios.Hypothesis {
 			if s := atHarness(scale, ebsScenario); s != nil {
-				return s.Hypotheses
+				return s.Spec().Hypotheses
 			}
 			return []scenarios.Hypothesis{
 				{ID: "few-volumes-stuck", Description: "At most 3% of the zone's volumes are ever stuck.", Metric: "ebs.stuck_share.peak", Op: "<=", Threshold: 0.03},

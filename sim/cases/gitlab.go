@@ -60,7 +60,7 @@ func init() {
 // saturation.
 func gitlabHypotheses(scale string) []scenarios.Hypothesis {
 	if s := atHarness(scale, sim.HarnessScenario); s != nil {
-		return s.Hypotheses
+		return s.Spec().Hypotheses
 	}
 	share := scenarios.Hypothesis{ID: "reads-on-replicas", Description: "While the trigger lasts, at most 20% of the app's reads go to the primary.",
 		Metric: "app.primary_read_share.during_faults", Op: "<=", Threshold: 0.2}
@@ -120,7 +120,7 @@ func gitlabVariant(name string, m sim.GitLabDB, scale string, hr *reports.Report
 }
 
 // gitlabHarnessTests adds the model's figures for the harness's agent tests
-// (harness/consulload): one agent under the variant's limit and the load
+// (harness/kinds/dblb/consulload): one agent under the variant's limit and the load
 // for 20 s without restarts (TestIntegration_AgentOOMKilledByLookups), and
 // for 25 s with the back-off (TestIntegration_AgentRestartedAfterOOMKill).
 func gitlabHarnessTests(met map[string]float64, m sim.GitLabDB) {
@@ -211,7 +211,7 @@ func gitlabVulnerableRows(r sim.Result) []reports.IncidentRow {
 	}
 }
 
-// gitlabTests are the harness's agent measurements (harness/consulload):
+// gitlabTests are the harness's agent measurements (harness/kinds/dblb/consulload):
 // variant, the model's metric, the measured range and what was measured.
 var gitlabTests = []struct {
 	variant, metric string
@@ -236,7 +236,7 @@ func gitlabAgainstTests(res map[string]sim.Result) []reports.IncidentRow {
 			continue
 		}
 		rows = append(rows, band(reports.IncidentRow{
-			Incident: "Harness measurement (harness/consulload): " + t.text + ".", Published: fmt.Sprintf("%g-%g", t.lo, t.hi),
+			Incident: "Harness measurement (harness/kinds/dblb/consulload): " + t.text + ".", Published: fmt.Sprintf("%g-%g", t.lo, t.hi),
 			Metric: t.metric, Variant: t.variant, Against: "harness run",
 			Note: "agreement: within the measured range ±10%",
 		}, r.Metrics[t.metric], 0.9*t.lo, 1.1*t.hi))

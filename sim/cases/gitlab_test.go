@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/reports"
-	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/sim"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -32,7 +31,7 @@ func TestGitLabCaseReport(t *testing.T) {
 	require.NoError(t, reports.Write(r, dir))
 	back, err := reports.Load(filepath.Join(dir, "report.json"))
 	require.NoError(t, err)
-	vd, _, err := back.Recheck(nil)
+	vd, _, err := back.Recheck()
 	require.NoError(t, err)
 	require.Equal(t, verdict.Reproduced, vd)
 }
@@ -66,7 +65,7 @@ func TestGitLabCaseHarnessScale(t *testing.T) {
 // empty answers and its figures are compared name by name, within 2x.
 func TestGitLabCaseCalibrated(t *testing.T) {
 	run := &reports.Report{Schema: reports.SchemaVersion, RunID: "il-0206-run", Backend: "local",
-		Scenario: &scenarios.Scenario{ID: sim.HarnessScenario}}
+		Scenario: &reports.ScenarioInfo{ID: sim.HarnessScenario}}
 	for name, m := range map[string]map[string]verdict.Float{
 		"vulnerable":         {"pods.lookups_empty": 12, "agents.restarts": 39, "agents.oom_kills": 39, "app.primary_read_share.during_faults": 0.3},
 		"mitigated-2x-limit": {"agents.oom_kills": 0, "app.primary_read_share.during_faults": 0},

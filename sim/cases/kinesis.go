@@ -25,7 +25,7 @@ func init() {
 		Variants: kinesisVariants,
 		Hypotheses: func(scale string) []scenarios.Hypothesis {
 			if s := atHarness(scale, kinesisScenario); s != nil {
-				return s.Hypotheses
+				return s.Spec().Hypotheses
 			}
 			return []scenarios.Hypothesis{
 				{ID: "under-thread-limit", Description: "No server needs more threads than its OS limit.", Metric: "fleet.over_limit", Op: "==", Threshold: 0},

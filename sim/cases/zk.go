@@ -36,7 +36,7 @@ func init() {
 		Variants: zkVariants,
 		Hypotheses: func(scale string) []scenarios.Hypothesis {
 			if s := atHarness(scale, zkScenario); s != nil {
-				return s.Hypotheses
+				return s.Spec().Hypotheses
 			}
 			return []scenarios.Hypothesis{
 				{ID: "no-proxy-oom", Description: "No proxy is killed for running out of memory.", Metric: "clients.oom_kills", Op: "==", Threshold: 0},

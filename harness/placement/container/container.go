@@ -16,8 +16,8 @@ import (
 
 	"github.com/testcontainers/testcontainers-go"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
-	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -146,13 +146,14 @@ func (p *Placement) Open(ctx context.Context, runID, dir string, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("open docker site: %w", err)
 	}
-	return &Site{p: p, runID: runID, net: net, log: log}, nil
+	return &Site{p: p, runID: runID, dir: dir, net: net, log: log}, nil
 }
 
 // Site is one variant's network and the containers started on it.
 type Site struct {
 	p     *Placement
 	runID string
+	dir   string // the variant's folder: its servers' logs
 	net   *testcontainers.DockerNetwork
 	log   *slog.Logger
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
-	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 

@@ -16,7 +16,7 @@ func (s *Site) Owners() func(remote string) lab.Proc {
 		select {
 		case <-p.done:
 		default:
-			byIP[p.ip] = p
+			byIP[p.Host()] = p
 		}
 	}
 	s.mu.Unlock()

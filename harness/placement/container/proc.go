@@ -14,13 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
 // Start runs a program as a container on the variant's network: chaoslab's
@@ -70,12 +71,27 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 			docker.LabelComponent: prog.Role, docker.LabelMember: alias,
 		})),
 		network.WithNetworkName([]string{alias}, s.net.Name),
-		testcontainers.WithLogConsumers(lines),
 		testcontainers.WithLogger(docker.SlogPrintf(s.log)),
 		testcontainers.WithHostConfigModifier(mem.hostConfig),
 	}
 	if !hold {
 		opts = append(opts, testcontainers.WithNoStart())
+	}
+	for path, content := range prog.Files {
+		opts = append(opts, testcontainers.WithFiles(testcontainers.ContainerFile{Reader: strings.NewReader(content), ContainerFilePath: path, FileMode: 0o644}))
+	}
+	if prog.HostBinary != "" {
+		if err := cachePages(prog.HostBinary); err != nil {
+			return nil, fmt.Errorf("start %s: %w", prog.Name, err)
+		}
+		bind := prog.HostBinary + ":" + prog.HostBinaryAt + ":ro"
+		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) { hc.Binds = append(hc.Binds, bind) }))
+	}
+	if prog.Entrypoint != nil {
+		opts = append(opts, testcontainers.WithEntrypoint(prog.Entrypoint...))
+	}
+	if prog.Stdout != nil || prog.Stderr != nil || hold {
+		opts = append(opts, testcontainers.WithLogConsumers(lines))
 	}
 	if prog.Limits.Pids > 0 {
 		opts = append(opts, docker.WithPidsLimit(int64(prog.Limits.Pids)))
@@ -224,7 +240,20 @@ func (p *proc) locate(ctx context.Context, net string) error {
 
 func (p *proc) Desc() string { return "container " + p.name }
 func (p *proc) Pid() int     { return p.pid }
-func (p *proc) Host() string { return p.ip }
+
+// Host is its address on the variant's network (a reconnection changes
+// it).
+func (p *proc) Host() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ip
+}
+
+func (p *proc) setIP(ip string) {
+	p.mu.Lock()
+	p.ip = ip
+	p.mu.Unlock()
+}
 
 // Signal sends sig to the container's process (docker kill --signal).
 func (p *proc) Signal(sig syscall.Signal) error {
@@ -275,6 +304,7 @@ func (p *proc) readCounters() {
 	}
 	if chargedOK {
 		p.stats.MemoryChargedBytes = charged
+		p.stats.MemoryPeakBytes = max(p.stats.MemoryPeakBytes, charged, readPeak(p.memcg))
 	}
 	p.stats.MemoryLimitBytes, p.stats.MemoryNote = p.mem.limitBytes(), p.mem.note()
 }
@@ -336,7 +366,17 @@ func describeExit(code int, oom, stopped bool, mem *memPlan) lab.ProcExit {
 }
 
 func (p *proc) Done() <-chan struct{} { return p.done }
-func (p *proc) Exit() lab.ProcExit    { <-p.done; return p.exit }
+
+// ended says whether the container has stopped.
+func (p *proc) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+func (p *proc) Exit() lab.ProcExit { <-p.done; return p.exit }
 
 // Stop stops the container (SIGTERM, SIGKILL after grace) and waits.
 func (p *proc) Stop(grace time.Duration) lab.ProcExit {
@@ -415,6 +455,18 @@ func readCharged(dir string) (int64, bool) {
 	return 0, false
 }
 
+// readPeak reads the most memory ever charged to a container's cgroup
+// (v1 memory.max_usage_in_bytes, v2 memory.peak); 0 when unknown.
+func readPeak(dir string) int64 {
+	for _, f := range []string{"memory.peak", "memory.max_usage_in_bytes"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // cgroupDir finds a process's cgroup of one controller (pids, memory): v1's
 // hierarchy of that controller or the v2 unified one.
 func cgroupDir(pid int, controller string) string {
@@ -471,4 +523,18 @@ func (s *lineSplitter) flush() {
 		s.onStdout(bytes.TrimSpace(s.out.Bytes()))
 		s.out.Reset()
 	}
+}
+
+// cachePages reads a file once, so that its pages are in this machine's
+// page cache (charged there) before a container maps them.
+func cachePages(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
 }

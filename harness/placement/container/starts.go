@@ -6,7 +6,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 

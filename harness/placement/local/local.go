@@ -6,15 +6,18 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
+	"github.com/chaoslab/chaoslab/harness/infra/netcut"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
 // Name is the placement's registered name.
@@ -87,17 +90,21 @@ func (p *Placement) Open(_ context.Context, runID, dir string, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("create cgroups: %w", err)
 	}
-	return &Site{p: p, mgr: mgr, log: log}, nil
+	return &Site{p: p, mgr: mgr, log: log, runID: runID, dir: dir}, nil
 }
 
 // Site is one variant's cgroup parent and the processes started in it.
 type Site struct {
-	p   *Placement
-	mgr *limits.Manager
-	log *slog.Logger
+	p     *Placement
+	mgr   *limits.Manager
+	log   *slog.Logger
+	runID string
+	dir   string // the variant's folder: its servers' files and logs
 
 	mu    sync.Mutex
 	procs []*proc
+	// userDirs are the folders of servers that run as another user.
+	userDirs []string
 	// onStart, when set, is told each program started (the run's journal).
 	onStart func(lab.Program, lab.Proc)
 }
@@ -132,7 +139,13 @@ func (s *Site) Close() error {
 		wg.Go(func() { p.Stop(3e9); _ = p.Release() })
 	}
 	wg.Wait()
-	return s.mgr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := []error{netcut.Sweep(ctx, s.runID), s.mgr.Close()}
+	for _, d := range s.userDirs {
+		errs = append(errs, os.RemoveAll(d))
+	}
+	return errors.Join(errs...)
 }
 
 // Binary is a server binary built (or found in the cache) by build, once

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
 func site(t *testing.T) *Site {

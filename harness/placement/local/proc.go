@@ -9,12 +9,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
 // Start runs a program in a cgroup of its own with its limits.
@@ -22,6 +23,9 @@ func (s *Site) Start(_ context.Context, prog lab.Program) (lab.Proc, error) {
 	argv, err := s.argv(prog)
 	if err != nil {
 		return nil, err
+	}
+	if err := writeFiles(prog.Files); err != nil {
+		return nil, fmt.Errorf("start %s: %w", prog.Name, err)
 	}
 	g, err := s.mgr.NewGroup(prog.Name, limits.Limits{
 		MemoryBytes: int64(prog.Limits.MemoryMB) << 20, PidsMax: int64(prog.Limits.Pids), CPUCores: prog.Limits.CPUCores,
@@ -57,6 +61,19 @@ func (s *Site) Start(_ context.Context, prog lab.Program) (lab.Proc, error) {
 	return p, nil
 }
 
+// writeFiles writes a program's files where it will read them.
+func writeFiles(files map[string]string) error {
+	for path, content := range files {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // argv is the command line: chaoslab's own agent, or the program's command.
 func (s *Site) argv(prog lab.Program) ([]string, error) {
 	if prog.Agent == "" {
@@ -76,11 +93,14 @@ func (s *Site) argv(prog lab.Program) ([]string, error) {
 
 // proc is a process in its cgroup.
 type proc struct {
-	cmd     *exec.Cmd
-	g       *limits.Group
-	started time.Time
-	done    chan struct{}
-	exit    lab.ProcExit
+	cmd *exec.Cmd
+	g   *limits.Group
+	// netGroup is the cgroup v2 group its sockets are told by (netcut),
+	// "" when it is its own group or none.
+	netGroup string
+	started  time.Time
+	done     chan struct{}
+	exit     lab.ProcExit
 
 	mu       sync.Mutex
 	stats    lab.ProcStats
@@ -121,8 +141,32 @@ func (p *proc) Signal(sig syscall.Signal) error {
 	return syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
-func (p *proc) Pause() error  { return p.Signal(syscall.SIGSTOP) }
-func (p *proc) Resume() error { return p.Signal(syscall.SIGCONT) }
+// Pause stops the program: its process group and every process of its
+// cgroup (a server that made a session of its own, as PostgreSQL's
+// postmaster does, keeps its backends in its cgroup, not its group).
+func (p *proc) Pause() error  { return p.signalAll(syscall.SIGSTOP) }
+func (p *proc) Resume() error { return p.signalAll(syscall.SIGCONT) }
+
+// signalAll signals the process group and every process of the cgroup
+// (all of them descendants of what the lab started).
+func (p *proc) signalAll(sig syscall.Signal) error {
+	if err := p.Signal(sig); err != nil {
+		return err
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	pids, err := p.g.Procs()
+	if err != nil {
+		return nil // no cgroup to read: the group was signalled
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, sig)
+	}
+	return nil
+}
 
 // Stats reads /proc and the cgroup (the last figures once it ended).
 func (p *proc) Stats() lab.ProcStats {
@@ -151,11 +195,22 @@ func (p *proc) readStats(st limits.Stats) {
 	p.stats.MemoryLimitBytes = st.MemoryLimitBytes
 	if st.Enforced {
 		p.stats.MemoryChargedBytes = st.MemoryBytes
+		p.stats.MemoryPeakBytes = max(p.stats.MemoryPeakBytes, st.MemoryMaxBytes)
 	}
 }
 
 func (p *proc) Done() <-chan struct{} { return p.done }
-func (p *proc) Exit() lab.ProcExit    { <-p.done; return p.exit }
+
+// ended says whether the process has ended.
+func (p *proc) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+func (p *proc) Exit() lab.ProcExit { <-p.done; return p.exit }
 
 // Stop ends the program politely (SIGTERM), then firmly after grace.
 func (p *proc) Stop(grace time.Duration) lab.ProcExit {

@@ -5,61 +5,81 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/chaoslab/chaoslab/harness/dockerconsul"
-	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/servers"
 )
 
-// node is what both placements' nodes give.
-type node interface {
-	lab.Target
-	Running() bool
-	Paused() bool
-	IsServer() bool
-	// HTTPAddr is the node's HTTP API as the harness reaches it.
-	HTTPAddr() string
-	// siteHTTP is the same as the site's programs reach it.
-	siteHTTP() string
-	// raftAddr is the address /v1/status/leader names for a server.
-	raftAddr() string
+// Start starts the datacenter on the variant's site and returns once it
+// is healthy; with agent_restart, a supervisor restarts agents that die.
+func (s *System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.Cluster, error) {
+	t := topo.(*Topology)
+	s.mu.Lock()
+	bin := s.binary
+	s.mu.Unlock()
+	if bin == "" && t.AgentMemoryMB > 0 {
+		// Agents under a memory limit run this machine's build in their
+		// containers (lab.Program.HostBinary): from the cache the images
+		// are made from.
+		var err error
+		if bin, err = images.ConsulBinary(ctx, images.Options{}); err != nil {
+			return nil, fmt.Errorf("start consul: find the agents' binary: %w", err)
+		}
+	}
+	ss, err := servers.StartAll(ctx, env.Site, t.specs(), t.render(bin))
+	if err != nil {
+		return nil, fmt.Errorf("start consul: %w", err)
+	}
+	c := &cluster{env: env, clients: map[string]*api.Client{}}
+	for _, sv := range ss {
+		c.members = append(c.members, &member{Member: &servers.Member{Server: sv, Env: env}, server: isServer(sv.Layout()), c: c})
+	}
+	for _, m := range c.members {
+		m.RoleOf = func(ctx context.Context, _ lab.Server) (string, error) { return m.role(ctx) }
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := c.WaitHealthy(wctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("start consul: %w", err)
+	}
+	if t.AgentRestart.On() {
+		var pods []*pod
+		for _, m := range c.members {
+			if !m.server {
+				pods = append(pods, &pod{m: m})
+			}
+		}
+		c.sup = superviseAgents(env, t.AgentRestart, pods)
+	}
+	return c, nil
 }
 
 // cluster is a running datacenter as a lab.Cluster.
 type cluster struct {
 	env     *lab.Env
 	members []*member
-	wait    func(context.Context) error
-	close   func() error
 
 	mu      sync.Mutex
 	clients map[string]*api.Client
-	// data are the nodes' data directories on this machine.
-	data []string
 	// sup restarts dead agents (nil: agent_restart is off).
 	sup *supervisor
 }
 
-// DataDirs: the local nodes' data (a container's goes with it).
-func (c *cluster) DataDirs() []string { return c.data }
-
-func newCluster(env *lab.Env, nodes []node, wait func(context.Context) error, closeFn func() error) *cluster {
-	c := &cluster{env: env, wait: wait, close: closeFn, clients: map[string]*api.Client{}}
-	for _, n := range nodes {
-		c.members = append(c.members, &member{node: n, c: c})
-	}
-	return c
-}
+// DataDirs: the nodes' data on this machine (a container's goes with it).
+func (c *cluster) DataDirs() []string { return servers.DataDirs(c.members) }
 
 // client is a (cached) API client of a node.
-func (c *cluster) client(n node) (*api.Client, error) {
+func (c *cluster) client(m *member) (*api.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	addr := n.HTTPAddr()
+	addr := m.Addr("http", lab.FromHost)
 	if cl, ok := c.clients[addr]; ok {
 		return cl, nil
 	}
@@ -70,24 +90,15 @@ func (c *cluster) client(n node) (*api.Client, error) {
 	return cl, err
 }
 
-func (c *cluster) Members() []lab.Member {
-	out := make([]lab.Member, len(c.members))
-	for i, m := range c.members {
-		out[i] = m
-	}
-	return out
-}
+func (c *cluster) Members() []lab.Member { return servers.Members(c.members) }
 
 // Endpoints are the client agents' HTTP APIs (a program talks to its local
 // agent), or the servers' when there is no agent.
 func (c *cluster) Endpoints(v lab.View) []string {
 	var agents, servers []string
 	for _, m := range c.members {
-		addr := m.node.HTTPAddr()
-		if v == lab.FromSite {
-			addr = m.node.siteHTTP()
-		}
-		if m.node.IsServer() {
+		addr := m.Addr("http", v)
+		if m.server {
 			servers = append(servers, addr)
 		} else {
 			agents = append(agents, addr)
@@ -110,8 +121,8 @@ func (c *cluster) ClientEnv(v lab.View, i int) map[string]string {
 }
 
 // leaderAddr asks a node which server leads ("" when none does).
-func (c *cluster) leaderAddr(ctx context.Context, n node) (string, error) {
-	cl, err := c.client(n)
+func (c *cluster) leaderAddr(ctx context.Context, m *member) (string, error) {
+	cl, err := c.client(m)
 	if err != nil {
 		return "", err
 	}
@@ -140,10 +151,10 @@ func (c *cluster) Leader(ctx context.Context) (lab.Member, error) {
 func (c *cluster) leaderOnce(ctx context.Context) (*member, error) {
 	var addr string
 	for _, m := range c.members {
-		if !m.node.IsServer() || !m.node.Running() || m.node.Paused() {
+		if !m.server || !m.Running() || m.Paused() {
 			continue
 		}
-		a, err := c.leaderAddr(ctx, m.node)
+		a, err := c.leaderAddr(ctx, m)
 		if err != nil || a == "" {
 			return nil, fmt.Errorf("%s names no leader: %v", m.Name(), err)
 		}
@@ -153,14 +164,12 @@ func (c *cluster) leaderOnce(ctx context.Context) (*member, error) {
 		addr = a
 	}
 	for _, m := range c.members {
-		if m.node.IsServer() && m.node.raftAddr() == addr {
+		if m.server && m.raftAddr() == addr {
 			return m, nil
 		}
 	}
 	return nil, errors.New("no server leads")
 }
-
-func (c *cluster) WaitHealthy(ctx context.Context) error { return c.wait(ctx) }
 
 // Sample reads every node's own metrics and its view of the leader.
 func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
@@ -178,14 +187,14 @@ func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
 
 func (c *cluster) sample(ctx context.Context, m *member) lab.MemberSample {
 	s := lab.MemberSample{T: c.env.Now(), Member: m.Name()}
-	if !m.node.Running() || m.node.Paused() {
+	if !m.Running() || m.Paused() {
 		return s
 	}
-	cl, err := c.client(m.node)
+	cl, err := c.client(m)
 	if err != nil {
 		return s
 	}
-	leader, err := c.leaderAddr(ctx, m.node)
+	leader, err := c.leaderAddr(ctx, m)
 	if err != nil {
 		return s
 	}
@@ -193,7 +202,7 @@ func (c *cluster) sample(ctx context.Context, m *member) lab.MemberSample {
 	if err != nil {
 		return s
 	}
-	s.OK, s.Role = true, roleOf(m.node, leader)
+	s.OK, s.Role = true, m.roleFor(leader)
 	s.Values = map[string]float64{}
 	for _, g := range info.Gauges {
 		switch g.Name {
@@ -206,21 +215,11 @@ func (c *cluster) sample(ctx context.Context, m *member) lab.MemberSample {
 	return s
 }
 
-func roleOf(n node, leader string) string {
-	switch {
-	case !n.IsServer():
-		return lab.RoleAgent
-	case leader != "" && leader == n.raftAddr():
-		return lab.RoleLeader
-	}
-	return lab.RoleFollower
-}
-
 func (*cluster) Limit(context.Context) error { return nil }
 
 func (c *cluster) Version(context.Context) string {
 	for _, m := range c.members {
-		cl, err := c.client(m.node)
+		cl, err := c.client(m)
 		if err != nil {
 			continue
 		}
@@ -235,98 +234,97 @@ func (c *cluster) Version(context.Context) string {
 	return ""
 }
 
-func (c *cluster) Close() error { return c.close() }
-
-// member is one node as a fault target.
-type member struct {
-	node
-	c *cluster
+// Close stops the supervisor, then every node (the site removes what is
+// left).
+func (c *cluster) Close() error {
+	if c.sup != nil {
+		c.sup.stop() // before the nodes stop: their ends are not deaths
+	}
+	return servers.Close(c.members)
 }
 
-// Role asks the node which server leads.
-func (m *member) Role(ctx context.Context) (string, error) {
-	if !m.node.IsServer() {
+// member is one node: the generic faults through its placement.
+type member struct {
+	*servers.Member
+	server bool
+	c      *cluster
+}
+
+// role asks the node which server leads.
+func (m *member) role(ctx context.Context) (string, error) {
+	if !m.server {
 		return lab.RoleAgent, nil
 	}
-	leader, err := m.c.leaderAddr(ctx, m.node)
+	leader, err := m.c.leaderAddr(ctx, m)
 	if err != nil {
 		return "", err
 	}
-	return roleOf(m.node, leader), nil
+	return m.roleFor(leader), nil
 }
 
-// MemoryLimit is a client agent's pod memory limit in bytes (0: none; -1
-// for a probe): its cgroup's or its container's (faults.MemoryLimiter).
-func (m *member) MemoryLimit() int64 {
-	l, ok := m.node.(faults.MemoryLimiter)
+// roleFor is the node's role when leader is the raft address that leads.
+func (m *member) roleFor(leader string) string {
 	switch {
-	case !ok:
-		return 0
-	case m.probe():
-		return -1
-	case m.node.IsServer():
-		return 0
+	case !m.server:
+		return lab.RoleAgent
+	case leader != "" && leader == m.raftAddr():
+		return lab.RoleLeader
 	}
-	return l.MemoryLimit()
+	return lab.RoleFollower
 }
 
-// probe: a member with no process behind it (plug-in listings).
-func (m *member) probe() bool {
-	switch n := m.node.(type) {
-	case *localNode:
-		return n.Node == nil
-	case *dockerNode:
-		return n.Node == nil || n.Node.Name() == ""
+// raftAddr is the address /v1/status/leader names for a server: its bind
+// address (its own on the site's network) and raft port.
+func (m *member) raftAddr() string {
+	host := m.Layout().Host
+	if p := m.Proc(); p != nil && p.Host() != "" {
+		host = p.Host()
 	}
-	return false
+	return net.JoinHostPort(host, strconv.Itoa(m.Layout().Ports["server"]))
+}
+
+// MemoryLimit is a client agent's pod memory limit in bytes (0: none, a
+// server; -1 for a probe).
+func (m *member) MemoryLimit() int64 {
+	if m.Server == nil {
+		return -1
+	}
+	if m.server {
+		return 0
+	}
+	return m.Member.MemoryLimit()
 }
 
 // SetMemoryLimit changes a client agent's pod memory limit while it runs.
 func (m *member) SetMemoryLimit(bytes int64) error {
-	l, ok := m.node.(faults.MemoryLimiter)
-	if !ok || m.node.IsServer() {
-		return fmt.Errorf("%s has no memory limit the lab can change", m.Name())
+	if m.server {
+		return fmt.Errorf("%s is a server: it has no pod memory limit", m.Name())
 	}
-	return l.SetMemoryLimit(bytes)
+	return m.Member.SetMemoryLimit(bytes)
 }
 
-// DNSAddr is a local client agent's DNS address as the harness reaches
-// it (UDP and TCP); a container agent's DNS is not published to the host.
-// A probe (no process yet) has "" and no error.
+// DNSAddr is a client agent's DNS address as the harness reaches it (UDP
+// and TCP); a probe (no process yet) has "" and no error.
 func (m *member) DNSAddr() (string, error) {
-	switch n := m.node.(type) {
-	case *localNode:
-		if n.Node == nil {
-			return "", nil
-		}
-		if n.IsServer() {
-			return "", fmt.Errorf("%s is a server, not a client agent", n.Name())
-		}
-		return n.Node.DNSAddr(), nil
-	case *dockerNode:
-		if n.Node == nil || !n.IP().IsValid() {
-			return "", nil
-		}
-		if n.IsServer() {
-			return "", fmt.Errorf("%s is a server, not a client agent", n.Name())
-		}
-		// The harness reaches the run network's addresses directly.
-		return net.JoinHostPort(n.IP().String(), "8600"), nil
+	if m.Server == nil {
+		return "", nil
 	}
-	return "", errors.New("no DNS address for this consul node")
+	if m.server {
+		return "", fmt.Errorf("%s is a server, not a client agent", m.Name())
+	}
+	return m.Addr("dns", lab.FromHost), nil
 }
 
-// AgentContainers are c's client agents' containers (none when c is not
-// a Consul cluster on the docker placement).
-func AgentContainers(c lab.Cluster) []*dockerconsul.Node {
+// Agents are c's client agents (none when c is not a Consul cluster).
+func Agents(c lab.Cluster) []lab.Member {
 	cc, ok := c.(*cluster)
 	if !ok {
 		return nil
 	}
-	var out []*dockerconsul.Node
+	var out []lab.Member
 	for _, m := range cc.members {
-		if n, ok := m.node.(*dockerNode); ok && n.Node != nil && !n.IsServer() {
-			out = append(out, n.Node)
+		if !m.server {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -344,8 +342,8 @@ func (m *member) ServerAPI() (*api.Client, error) {
 // serverAPI is a client of the first running server's HTTP API.
 func (c *cluster) serverAPI() (*api.Client, error) {
 	for _, m := range c.members {
-		if m.node.IsServer() && m.node.Running() && !m.node.Paused() {
-			return c.client(m.node)
+		if m.server && m.Running() && !m.Paused() {
+			return c.client(m)
 		}
 	}
 	return nil, errors.New("no consul server running")
@@ -370,7 +368,7 @@ func AgentDNSAddrs(c lab.Cluster) ([]string, error) {
 	}
 	var out []string
 	for _, m := range cc.members {
-		if m.node.IsServer() {
+		if m.server {
 			continue
 		}
 		a, err := m.DNSAddr()

@@ -1,8 +1,9 @@
 // Package consul is the Consul system: servers and client agents of the
 // Consul server built from tools/consul (1.14.11, the last MPL-2.0 line),
-// as local processes on loopback (harness/consullocal) or as containers of
-// the official image or its local equivalent (harness/dockerconsul); each
-// client agent may run under a memory limit of its own, as in a pod. Its
+// described once and started by the placement (local processes on
+// loopback, containers of the official image or its local equivalent);
+// each client agent may run under a memory limit of its own, as in a pod,
+// and be restarted after its death with a back-off, as a kubelet does. Its
 // members' roles are the raft leader, followers and agents; its sampler
 // reads each node's own metrics (/v1/agent/metrics) on the run's clock.
 package consul
@@ -18,16 +19,26 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/chaoslab/chaoslab/harness/dockerconsul"
-	"github.com/chaoslab/chaoslab/harness/images"
-	"github.com/chaoslab/chaoslab/harness/instances"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/placement/container"
-	"github.com/chaoslab/chaoslab/harness/placement/local"
+	"github.com/chaoslab/chaoslab/harness/servers"
 )
 
 // Name is the system's registered name.
 const Name = "consul"
+
+// Images.
+const (
+	// DefaultImage is what `chaoslab images build` produces: FROM scratch
+	// with the static consul binary.
+	DefaultImage = images.ConsulRef
+	// OfficialImage is HashiCorp's image, for machines that have it.
+	OfficialImage = "hashicorp/consul:" + images.ConsulVersion
+	// imageBinary is the server in both images (always the entrypoint: the
+	// official image's script would add -data-dir and -config-dir).
+	imageBinary = "/bin/consul"
+)
 
 func init() { lab.RegisterSystem(&System{}) }
 
@@ -79,7 +90,7 @@ func (t *Topology) Check() []lab.Problem {
 
 // Images: the nodes' image.
 func (t *Topology) Images() []lab.ImageNeed {
-	return []lab.ImageNeed{{Name: Name, Ref: t.Image, Defaults: dockerconsul.ImageCandidates()}}
+	return []lab.ImageNeed{{Name: Name, Ref: t.Image, Defaults: []string{DefaultImage, OfficialImage}}}
 }
 
 // Facts describe the datacenter in a report.
@@ -133,43 +144,23 @@ func (*System) Metrics() []lab.MetricDef {
 	}
 }
 
-// Prepare finds (or builds) the consul binary for local processes.
-func (s *System) Prepare(ctx context.Context, p lab.Placement, _ *slog.Logger) error {
-	lp, ok := p.(*local.Placement)
-	if !ok {
-		return nil
+// Prepare builds (or finds in the cache) the consul binary where
+// programs of this machine run (local processes); images are the
+// placement's.
+func (s *System) Prepare(ctx context.Context, p lab.Placement, log *slog.Logger) error {
+	bin, err := servers.Binary(ctx, p, log, Name, images.ConsulVersion, images.ConsulBinary)
+	if err != nil {
+		return err
 	}
-	bin, err := lp.Binary(ctx, Name, images.ConsulVersion, images.ConsulBinary)
 	s.mu.Lock()
 	s.binary = bin
 	s.mu.Unlock()
-	return err
+	return nil
 }
 
-func (*System) Probe(placement string) (lab.Member, error) {
-	switch placement {
-	case local.Name:
-		return &member{node: &localNode{}}, nil
-	case container.Name:
-		return &member{node: &dockerNode{Node: &dockerconsul.Node{}}}, nil
-	}
-	return nil, fmt.Errorf("consul runs on local or docker, not %s", placement)
-}
-
-// Start starts the datacenter on the variant's site.
-func (s *System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.Cluster, error) {
-	t := topo.(*Topology)
-	switch site := env.Site.(type) {
-	case *local.Site:
-		s.mu.Lock()
-		bin := s.binary
-		s.mu.Unlock()
-		return startLocal(ctx, env, site, bin, t)
-	case *container.Site:
-		return startDocker(ctx, env, site, t)
-	}
-	return nil, fmt.Errorf("start consul: no way to run on %s", env.Site.Placement().Name())
-}
+// Probe is a node as it runs on any placement: the generic faults act on
+// it through its placement.
+func (*System) Probe(string) (lab.Member, error) { return &member{Member: &servers.Member{}}, nil }
 
 // apiClient is a client of one node's HTTP API.
 func apiClient(addr string) (*api.Client, error) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	_ "github.com/chaoslab/chaoslab/harness/plugins"
@@ -77,17 +77,19 @@ func runConsul(t *testing.T, placement string) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	// A node just started may take a moment to serve its metrics.
+	// A node just started may take a moment to serve its metrics, and
+	// its runtime gauges come with its first telemetry interval (a CI
+	// runner's agent answered without them 4.5 s after it started).
 	var round []lab.MemberSample
 	require.Eventually(t, func() bool {
 		round = c.Sample(ctx)
 		for _, s := range round {
-			if !s.OK {
+			if _, ok := s.Values["server.alloc_mb"]; !s.OK || !ok {
 				return false
 			}
 		}
 		return len(round) == 3
-	}, 15*time.Second, 500*time.Millisecond, "every node answers its sampler")
+	}, 30*time.Second, 500*time.Millisecond, "every node answers its sampler with its heap")
 	for _, s := range round {
 		require.Greater(t, s.Values["server.alloc_mb"], 1.0, s.Member)
 	}

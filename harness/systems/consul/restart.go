@@ -6,11 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/consullocal"
-	"github.com/chaoslab/chaoslab/harness/dockerconsul"
-	"github.com/chaoslab/chaoslab/harness/instances"
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/limits"
 )
 
 // The supervisor's series: per pod (an agent's source is "<agent>-pod")
@@ -33,29 +30,22 @@ type supervisor struct {
 	wg      sync.WaitGroup
 }
 
-// supervisedNode is what the supervisor needs of an agent on either
-// placement.
-type supervisedNode interface {
+// agent is what the supervisor needs of a client agent.
+type agent interface {
 	Name() string
 	Running() bool
-	Restart(ctx context.Context) error
+	// Proc is its latest process: Done when it ended, Exit how (an OOM
+	// kill as the kernel's or the engine's counters say).
+	Proc() lab.Proc
+	// Start starts it again and returns once it has joined.
+	Start(ctx context.Context) error
 }
 
 // pod is one agent under the supervisor, with its figures.
 type pod struct {
-	node supervisedNode
-	// done, when set, is closed once the agent's latest process has
-	// ended (local); else its death is seen by polling Running (docker).
-	done func() <-chan struct{}
-	// group is the agent's cgroup (local): its oom_kill counter tells an
-	// OOM kill; engineOOM is the engine's state (docker).
-	group     *limits.Group
-	engineOOM func() bool
-	// exitHow says how the agent's process ended ("" when unknown).
-	exitHow func() string
+	m agent
 
 	mu        sync.Mutex
-	oomSeen   uint64 // the cgroup's oom_kill when last read
 	oomKills  int
 	exits     int
 	restarts  int
@@ -64,48 +54,21 @@ type pod struct {
 	downSince time.Time // zero while up
 }
 
-// localPod is a consullocal agent in its memory cgroup (group may be nil).
-func localPod(n *consullocal.Node, group *limits.Group) *pod {
-	return &pod{node: n, done: n.Done, group: group, exitHow: func() string {
-		if st := n.ExitState(); st != nil {
-			return st.String()
-		}
-		return ""
-	}}
-}
-
-// dockerPod is a dockerconsul agent: the engine says whether the kernel
-// OOM-killed its PID 1.
-func dockerPod(n *dockerconsul.Node) *pod {
-	return &pod{node: n, engineOOM: n.OOMKilled, exitHow: func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if st, err := n.State(ctx); err == nil {
-			return fmt.Sprintf("exit code %d", st.ExitCode)
-		}
-		return ""
-	}}
-}
-
-// pollDead is how often a docker agent's state is read.
-const pollDead = 250 * time.Millisecond
+// proc is the agent's latest process.
+func (p *pod) proc() lab.Proc { return p.m.Proc() }
 
 // waitDead waits until p's agent has died (true) or ctx ended (false).
 func (p *pod) waitDead(ctx context.Context) bool {
-	if p.done != nil {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-p.done():
-			return ctx.Err() == nil
-		}
+	pr := p.proc()
+	if pr == nil {
+		return ctx.Err() == nil
 	}
-	for p.node.Running() {
-		if !lab.Sleep(ctx, pollDead) {
-			return false
-		}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-pr.Done():
+		return ctx.Err() == nil
 	}
-	return ctx.Err() == nil
 }
 
 // superviseAgents starts a supervisor of every pod.
@@ -113,7 +76,6 @@ func superviseAgents(env *lab.Env, b instances.Backoff, pods []*pod) *supervisor
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &supervisor{env: env, backoff: b, cancel: cancel, pods: pods}
 	for _, p := range pods {
-		p.oomSeen = p.oomCount()
 		s.wg.Go(func() { s.watch(ctx, p) })
 	}
 	return s
@@ -153,14 +115,14 @@ func (s *supervisor) restart(ctx context.Context, p *pod, delay time.Duration) b
 	if !lab.Sleep(ctx, delay) {
 		return false
 	}
-	if p.node.Running() {
+	if p.m.Running() {
 		// Restarted by someone else (a fault's restart).
 		s.up(p, delay, "restarted by a fault")
 		return true
 	}
-	before := p.doneNow()
+	before := p.proc()
 	jctx, cancel := context.WithTimeout(ctx, joinTimeout)
-	err := p.node.Restart(jctx)
+	err := p.m.Start(jctx)
 	cancel()
 	if ctx.Err() != nil {
 		return false
@@ -175,64 +137,42 @@ func (s *supervisor) restart(ctx context.Context, p *pod, delay time.Duration) b
 	case err == nil:
 		s.up(p, delay, "serving again")
 		return true
-	case p.node.Running():
+	case p.m.Running():
 		// Started but not joined in time: up as far as a kubelet knows.
 		s.up(p, delay, "running, not joined: "+err.Error())
 		return true
 	}
-	s.env.Record("note", p.node.Name(), "restart failed: "+err.Error())
+	s.env.Record("note", p.m.Name(), "restart failed: "+err.Error())
 	s.died(p)
 	return false
 }
 
-// started says whether a restart that returned err started the agent
-// (it may have died again since, or not joined in time); before is the
-// local process's done channel before the restart.
-func (p *pod) started(before <-chan struct{}, err error) bool {
-	if p.done != nil {
-		return p.done() != before
-	}
-	return err == nil || p.node.Running() || (p.engineOOM != nil && p.engineOOM())
-}
+// started says whether a restart started the agent (it may have died
+// again since, or not joined in time): its process is not the one before.
+func (p *pod) started(before lab.Proc, _ error) bool { return p.proc() != before }
 
-// doneNow is the local process's done channel (nil on docker).
-func (p *pod) doneNow() <-chan struct{} {
-	if p.done == nil {
-		return nil
-	}
-	return p.done()
-}
-
-// died records the death of p's agent: an OOM kill when its cgroup's
-// counter went up, else an exit.
+// died records the death of p's agent: an OOM kill when the kernel's
+// counters (its cgroup's, or the engine's state) say so, else an exit.
 func (s *supervisor) died(p *pod) {
-	oom := p.oomCount()
-	how := "exited"
-	if h := p.exitHow(); h != "" {
-		how = h
+	e := p.proc().Exit()
+	how := e.How
+	if how == "" {
+		how = "exited"
 	}
 	p.mu.Lock()
-	killed := oom > p.oomSeen
-	switch {
-	case killed:
-		p.oomKills += int(oom - p.oomSeen)
-		how = fmt.Sprintf("OOM-killed by the kernel (cgroup oom_kill %d -> %d), %s", p.oomSeen, oom, how)
-	case p.engineOOM != nil && p.engineOOM():
-		killed = true
+	if e.OOM {
 		p.oomKills++
-		how = "OOM-killed by the kernel (the engine's state: OOMKilled), " + how
 	}
-	p.oomSeen = oom
 	p.exits++
 	if p.downSince.IsZero() {
 		p.downSince = time.Now()
 	}
 	p.mu.Unlock()
 	kind := "agent-exit"
-	if killed {
+	if e.OOM {
 		kind = "oom-kill"
 	}
-	s.env.Record(kind, p.node.Name(), how)
+	s.env.Record(kind, p.m.Name(), how)
 }
 
 // up records p's agent back after delay.
@@ -243,19 +183,7 @@ func (s *supervisor) up(p *pod, delay time.Duration, how string) {
 	p.downSince = time.Time{}
 	n := p.restarts
 	p.mu.Unlock()
-	s.env.Record("agent-restart", p.node.Name(), fmt.Sprintf("restart %d after a %s back-off, down %s: %s", n, delay, down.Round(time.Millisecond), how))
-}
-
-// oomCount is the kernel's oom_kill counter of p's cgroup (0 without one).
-func (p *pod) oomCount() uint64 {
-	if p.group == nil {
-		return 0
-	}
-	st, err := p.group.Stats()
-	if err != nil {
-		return 0
-	}
-	return st.OOMKills
+	s.env.Record("agent-restart", p.m.Name(), fmt.Sprintf("restart %d after a %s back-off, down %s: %s", n, delay, down.Round(time.Millisecond), how))
 }
 
 // AgentLife is what happened to one supervised agent.
@@ -276,7 +204,7 @@ func (s *supervisor) lives() []AgentLife {
 	var out []AgentLife
 	for _, p := range s.pods {
 		p.mu.Lock()
-		l := AgentLife{Agent: p.node.Name(), OOMKills: p.oomKills, Exits: p.exits, Restarts: p.restarts,
+		l := AgentLife{Agent: p.m.Name(), OOMKills: p.oomKills, Exits: p.exits, Restarts: p.restarts,
 			Delays: append([]time.Duration(nil), p.delays...), Down: p.down}
 		if !p.downSince.IsZero() {
 			l.Down += time.Since(p.downSince)

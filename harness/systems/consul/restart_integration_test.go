@@ -10,13 +10,14 @@ import (
 	"github.com/hashicorp/consul/api"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/consulload"
-	"github.com/chaoslab/chaoslab/harness/docker"
-	"github.com/chaoslab/chaoslab/harness/instances"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
+	"github.com/chaoslab/chaoslab/harness/kinds/dblb/consulload"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
-	"github.com/chaoslab/chaoslab/harness/limits"
 	"github.com/chaoslab/chaoslab/harness/systems/consul"
+	"github.com/chaoslab/chaoslab/harness/tier"
 )
 
 // An agent under the scaled IL-0206 limit (100 MiB) is OOM-killed by the
@@ -24,6 +25,7 @@ import (
 // after a doubling back-off, and serves again once the load stops; each
 // death and restart is on the timeline and nothing is left behind.
 func TestIntegration_AgentRestartedAfterOOMKill(t *testing.T) {
+	tier.Release(t, "TestIntegration_ReplayIL0206 (the agents restarted with their back-off after each OOM kill)")
 	if testing.Short() {
 		t.Skip("integration test: starts real Consul processes under a memory limit (skipped with -short)")
 	}
@@ -127,6 +129,7 @@ func TestIntegration_AgentRestartedAfterOOMKill(t *testing.T) {
 // started again after a doubling back-off (the engine's state says
 // whether the kernel OOM-killed it: here it did not), and nothing is left.
 func TestIntegration_AgentRestartedOnDocker(t *testing.T) {
+	tier.Release(t, "TestIntegration_ReplayIL0206 (agents restarted after OOM kills, on local processes)")
 	if testing.Short() {
 		t.Skip("integration test: starts Consul containers (skipped with -short)")
 	}

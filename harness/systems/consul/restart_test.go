@@ -8,48 +8,65 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/instances"
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
-// fakeAgent dies when told to, OOM-killed or not, and restarts at once.
+// fakeAgent dies when told to, OOM-killed or not, and restarts at once:
+// each start is a process of its own.
 type fakeAgent struct {
-	mu           sync.Mutex
-	running, oom bool
+	mu   sync.Mutex
+	proc *fakeProc
 }
 
-func (*fakeAgent) Name() string { return "agent1" }
-func (f *fakeAgent) Running() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.running
+// fakeProc is one process of a fakeAgent.
+type fakeProc struct {
+	lab.Proc
+	done chan struct{}
+	exit lab.ProcExit
 }
-func (f *fakeAgent) Restart(context.Context) error {
+
+func (p *fakeProc) Done() <-chan struct{} { return p.done }
+func (p *fakeProc) Exit() lab.ProcExit    { <-p.done; return p.exit }
+
+func newFakeAgent() *fakeAgent { return &fakeAgent{proc: &fakeProc{done: make(chan struct{})}} }
+
+func (*fakeAgent) Name() string { return "agent1" }
+func (f *fakeAgent) Proc() lab.Proc {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.running, f.oom = true, false
+	return f.proc
+}
+func (f *fakeAgent) Running() bool {
+	select {
+	case <-f.Proc().Done():
+		return false
+	default:
+		return true
+	}
+}
+func (f *fakeAgent) Start(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.proc = &fakeProc{done: make(chan struct{})}
 	return nil
 }
 func (f *fakeAgent) die(oom bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.running, f.oom = false, oom
-}
-func (f *fakeAgent) oomKilled() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.oom && !f.running
+	f.proc.exit = lab.ProcExit{Code: 137, OOM: oom, How: "exit code 137"}
+	close(f.proc.done)
 }
 
-// Each death is recorded (an OOM kill as the engine says), the agent is
+// Each death is recorded (an OOM kill as the kernel's counters say), the agent is
 // restarted after a doubling, capped back-off, and the figures add up.
 func TestSupervisorBackoff(t *testing.T) {
-	f := &fakeAgent{running: true}
+	f := newFakeAgent()
 	var mu sync.Mutex
 	kinds := map[string]int{}
 	env := &lab.Env{T0: time.Now(), OnEvent: func(e lab.Event) { mu.Lock(); kinds[e.Kind]++; mu.Unlock() }}
 	b := instances.Backoff{Initial: lab.Duration(100 * time.Millisecond), Max: lab.Duration(300 * time.Millisecond)}
-	s := superviseAgents(env, b, []*pod{{node: f, engineOOM: f.oomKilled, exitHow: func() string { return "exit code 137" }}})
+	s := superviseAgents(env, b, []*pod{{m: f}})
 	defer s.stop()
 	for i := range 4 {
 		f.die(i%2 == 0)

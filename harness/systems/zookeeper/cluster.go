@@ -9,83 +9,121 @@ import (
 	"sync"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/placement/local"
+	"github.com/chaoslab/chaoslab/harness/servers"
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper/zkcheck"
 )
 
-// ensemble is what the two placements' ensembles give.
-type ensemble interface {
-	members() []zkMember
-	endpoints(v lab.View) []string
-	leader(ctx context.Context) (zkMember, error)
-	waitHealthy(ctx context.Context) error
-	// limitCPU holds every member to cores (also applied again by a
-	// member's restart or replacement).
-	limitCPU(cores float64) error
-	close() error
+// Start starts the ensemble on the variant's site and returns once every
+// member serves and one stable leader leads the others.
+func (System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.Cluster, error) {
+	t := topo.(*Topology)
+	var specs []lab.ServerSpec
+	for id := 1; id <= t.Servers+t.Observers; id++ {
+		specs = append(specs, lab.ServerSpec{Name: memberName(id), Role: Name, Ports: ports})
+	}
+	ss, err := servers.StartAll(ctx, env.Site, specs, t.render)
+	if err != nil {
+		return nil, fmt.Errorf("start ensemble: %w", err)
+	}
+	c := &cluster{env: env, cores: t.CPUQuota}
+	var logs []string
+	for i, s := range ss {
+		c.members = append(c.members, newMember(c, s, i+1))
+		logs = append(logs, s.Layout().Log)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("start ensemble: %w", err)
+	}
+	c.logs = newLogCounter(logs)
+	env.Log.Info("zookeeper: healthy", "servers", t.Servers, "observers", t.Observers, "placement", env.Site.Placement().Name())
+	return c, nil
 }
 
 // cluster is a running ensemble as a lab.Cluster.
 type cluster struct {
-	ens ensemble
-	env *lab.Env
+	env     *lab.Env
+	members []*member
+	cores   float64 // each server's CPU share once limited
+	logs    *logCounter
 }
 
-func (c *cluster) Members() []lab.Member {
-	ms := c.ens.members()
-	out := make([]lab.Member, len(ms))
-	for i, m := range ms {
-		out[i] = m
+// check is the ensemble as zkcheck's health rules see it.
+func (c *cluster) check() zkcheck.Ensemble[*member] {
+	return zkcheck.Ensemble[*member]{
+		Members:  func() []*member { return c.members },
+		Name:     func(m *member) string { return m.Name() },
+		ID:       func(m *member) int { return m.id },
+		RunState: func(_ context.Context, m *member) (bool, bool) { return m.Running(), m.Paused() },
+		Mntr:     func(ctx context.Context, m *member) (map[string]string, error) { return m.Mntr(ctx) },
+	}
+}
+
+func (c *cluster) Members() []lab.Member { return servers.Members(c.members) }
+
+// Endpoints: the servers' client ports, from v.
+func (c *cluster) Endpoints(v lab.View) []string {
+	var out []string
+	for _, m := range c.members {
+		out = append(out, m.Addr("client", v))
 	}
 	return out
 }
 
-func (c *cluster) Endpoints(v lab.View) []string { return c.ens.endpoints(v) }
-
 // ClientEnv: the connect string.
 func (c *cluster) ClientEnv(v lab.View, _ int) map[string]string {
-	return map[string]string{"CHAOSLAB_ZK_CONNECT": strings.Join(c.ens.endpoints(v), ",")}
+	return map[string]string{"CHAOSLAB_ZK_CONNECT": strings.Join(c.Endpoints(v), ",")}
 }
 
 func (c *cluster) Leader(ctx context.Context) (lab.Member, error) {
-	l, err := c.ens.leader(ctx)
+	l, err := c.check().Leader(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-func (c *cluster) WaitHealthy(ctx context.Context) error { return c.ens.waitHealthy(ctx) }
+// WaitHealthy waits until every running member answers mntr, none is
+// paused, exactly one leads and the others follow (and the leader counts
+// them synced), the same on zkcheck.StablePolls polls in a row.
+func (c *cluster) WaitHealthy(ctx context.Context) error {
+	_, err := c.check().WaitHealthy(ctx)
+	return err
+}
 
 // Sample reads every member's mntr at once, and what the servers' logs
 // say (SeriesNotSynced, SeriesElections).
 func (c *cluster) Sample(ctx context.Context) []lab.MemberSample {
-	ms := c.ens.members()
-	out := make([]lab.MemberSample, len(ms))
+	out := make([]lab.MemberSample, len(c.members))
 	var wg sync.WaitGroup
-	for i, m := range ms {
+	for i, m := range c.members {
 		wg.Go(func() { out[i] = sample(ctx, m, c.env.Clock) })
 	}
 	wg.Wait()
-	if l, ok := c.ens.(logSampler); ok {
-		out = append(out, l.logSample(c.env.Now()))
+	return append(out, c.logs.sample(c.env.Now()))
+}
+
+// Limit holds each server to the topology's CPU share from now on
+// (restarts and replacements too).
+func (c *cluster) Limit(context.Context) error {
+	if c.cores <= 0 {
+		return nil
 	}
-	return out
+	for _, m := range c.members {
+		if err := m.SetCPU(c.cores); err != nil {
+			return fmt.Errorf("limit server cpu: %s: %w", m.Name(), err)
+		}
+	}
+	c.env.Event("note", "harness", fmt.Sprintf("each server held to %s cores", strconv.FormatFloat(c.cores, 'g', -1, 64)))
+	return nil
 }
 
-// logSampler is an ensemble whose servers' logs the harness reads as they
-// are written (local processes' files, containers' output copied to the
-// run's log folder): one more sample, of source "ensemble".
-type logSampler interface {
-	logSample(t float64) lab.MemberSample
-}
-
-// Version is the version the servers report (mntr zk_version, without the
-// placeholder Debian's build leaves in it) and what it was read from: the
-// raw answer when it was cleaned, and on the local placement the version
-// of the Debian package the servers run from.
+// Version is the version the servers report (mntr zk_version, without
+// the placeholder Debian's build leaves in it) and what it was read from;
+// where the servers run Debian's package on this machine, its version.
 func (c *cluster) Version(ctx context.Context) string {
 	raw := ""
-	for _, m := range c.ens.members() {
+	for _, m := range c.members {
 		if v, err := m.Version(ctx); err == nil {
 			raw = v
 			break
@@ -99,11 +137,9 @@ func (c *cluster) Version(ctx context.Context) string {
 	if v != raw {
 		from += fmt.Sprintf(" %q, cleaned", raw)
 	}
-	if c.env != nil {
-		if _, ok := c.env.Site.(*local.Site); ok {
-			if d, err := debianVersion(ctx); err == nil {
-				from += "; Debian package libzookeeper-java " + d
-			}
+	if c.env != nil && lab.RunsHostCommands(c.env.Site.Placement()) {
+		if d, err := debianVersion(ctx); err == nil {
+			from += "; Debian package libzookeeper-java " + d
 		}
 	}
 	return v + " (" + from + ")"
@@ -122,34 +158,12 @@ func debianVersion(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-func (c *cluster) Close() error { return c.ens.close() }
+// Close stops every server (the site removes what is left).
+func (c *cluster) Close() error { return servers.Close(c.members) }
 
-// DataDirs: the local members' data directories (a container's data
-// goes with it).
-func (c *cluster) DataDirs() []string {
-	if d, ok := c.ens.(interface{ dataDirs() []string }); ok {
-		return d.dataDirs()
-	}
-	return nil
-}
-
-// cpuShare is the CPU limit members are held to (0 until Limit).
-type cpuShare struct {
-	mu    sync.Mutex
-	cores float64
-}
-
-func (s *cpuShare) get() float64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cores
-}
-
-func (s *cpuShare) set(c float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cores = c
-}
+// DataDirs: the servers' data on this machine (a container's goes with
+// it).
+func (c *cluster) DataDirs() []string { return servers.DataDirs(c.members) }
 
 func javaVersion(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "java", "-version").CombinedOutput()
@@ -158,21 +172,4 @@ func javaVersion(ctx context.Context) (string, error) {
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(line), nil
-}
-
-// limitedCluster holds the servers to the topology's CPU share on Limit.
-type limitedCluster struct {
-	*cluster
-	cores float64
-}
-
-func (c *limitedCluster) Limit(context.Context) error {
-	if c.cores <= 0 {
-		return nil
-	}
-	if err := c.ens.limitCPU(c.cores); err != nil {
-		return err
-	}
-	c.env.Event("note", "harness", fmt.Sprintf("each server held to %s cores", strconv.FormatFloat(c.cores, 'g', -1, 64)))
-	return nil
 }

@@ -14,7 +14,7 @@ import (
 // Connections asks every running member for its client connections
 // (`cons`): each one's outstanding requests, packets received and sent.
 func (c *cluster) Connections(ctx context.Context) []lab.ConnSample {
-	ms := c.ens.members()
+	ms := c.members
 	per := make([][]lab.ConnSample, len(ms))
 	var wg sync.WaitGroup
 	for i, m := range ms {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/docker"
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/infra/docker"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"

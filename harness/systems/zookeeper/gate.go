@@ -2,18 +2,16 @@ package zookeeper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
-	"github.com/chaoslab/chaoslab/harness/zkcheck"
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper/zkcheck"
 )
 
 // gateCheck is one probe of a named gate (faults.GateShallow, GateDeep)
 // on member m of an ensemble of members: nil when m passes.
-func gateCheck(ctx context.Context, m zkMember, members []zkMember, gate string) error {
+func gateCheck(ctx context.Context, m *member, members []*member, gate string) error {
 	switch gate {
 	case faults.GateShallow:
 		return shallowGate(ctx, m)
@@ -25,7 +23,7 @@ func gateCheck(ctx context.Context, m zkMember, members []zkMember, gate string)
 
 // shallowGate: the process is up and answers ruok with imok (what host
 // and service metrics show; a server still syncing answers it too).
-func shallowGate(ctx context.Context, m zkMember) error {
+func shallowGate(ctx context.Context, m *member) error {
 	if !m.Running() || m.Paused() {
 		return fmt.Errorf("%s is not running", m.Name())
 	}
@@ -42,7 +40,7 @@ func shallowGate(ctx context.Context, m zkMember) error {
 // deepGate: m follows or observes, its zxid has caught up with the
 // leader's (read first), and the leader counts as many synced followers
 // (observers) as members now report following (observing).
-func deepGate(ctx context.Context, m zkMember, members []zkMember) error {
+func deepGate(ctx context.Context, m *member, members []*member) error {
 	if !m.Running() || m.Paused() {
 		return fmt.Errorf("%s is not running", m.Name())
 	}
@@ -85,8 +83,8 @@ func deepGate(ctx context.Context, m zkMember, members []zkMember) error {
 
 // pollLeader asks every running member for mntr once: the one leader and
 // its answer, and how many members are in state.
-func pollLeader(ctx context.Context, members []zkMember, state string) (zkMember, map[string]string, int, error) {
-	var leader zkMember
+func pollLeader(ctx context.Context, members []*member, state string) (*member, map[string]string, int, error) {
+	var leader *member
 	var leaderKV map[string]string
 	leaders, same := 0, 0
 	for _, o := range members {
@@ -111,14 +109,4 @@ func pollLeader(ctx context.Context, members []zkMember, state string) (zkMember
 	return leader, leaderKV, same, nil
 }
 
-func zxid(ctx context.Context, m zkMember) (uint64, error) {
-	out, err := m.FourLetter(ctx, "srvr")
-	if err != nil {
-		return 0, err
-	}
-	z, err := zkensemble.ParseZxid(out)
-	if errors.Is(err, zkensemble.ErrNotServing) {
-		return 0, fmt.Errorf("%s: %w", m.Name(), err)
-	}
-	return z, err
-}
+func zxid(ctx context.Context, m *member) (uint64, error) { return m.Zxid(ctx) }

@@ -43,7 +43,7 @@ func TestIntegration_RaiseInitLimitRestartsObserver(t *testing.T) {
 	require.Len(t, obs, 1)
 	require.Equal(t, "2", runningInitLimit(t, ctx, obs[0]))
 
-	f := faults.MustNew("raise-init-limit").(*faults.RaiseInitLimit)
+	f := faults.MustNew("raise-init-limit").(*zookeeper.RaiseInitLimit)
 	require.Equal(t, 30, f.Ticks)
 	require.NoError(t, f.Available(obs[0]))
 	require.NoError(t, f.Inject(ctx, obs[0], 20*time.Second))

@@ -19,6 +19,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	_ "github.com/chaoslab/chaoslab/harness/plugins"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
+	"github.com/chaoslab/chaoslab/harness/tier"
 )
 
 type nopLogger struct{}
@@ -129,6 +130,7 @@ func resolve(t *testing.T, ctx context.Context, c lab.Cluster, env *lab.Env, sel
 // before; an observer replaced the same way syncs too; a deep gate that
 // cannot pass in time stops the procedure.
 func TestIntegration_ReplaceMemberDeepGate(t *testing.T) {
+	tier.Release(t, "TestIntegration_ReplayIL0277 (the mitigated procedure's deep gates)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	topo := zookeeper.System{}.NewTopology().(*zookeeper.Topology)

@@ -1,9 +1,10 @@
-// Package zookeeper is the ZooKeeper system: an ensemble of Debian's
-// ZooKeeper 3.8 as local processes on loopback (harness/zkensemble) or as
-// containers of the official image or its local equivalent
-// (harness/dockerzk), its members and their roles, its health and leader
-// rules (harness/zkcheck), and a sampler of the servers' own figures
-// (mntr) on the run's clock.
+// Package zookeeper is the ZooKeeper system: an ensemble described once
+// (zoo.cfg and myid per server, Debian's ZooKeeper 3.8 jars on this
+// machine or the official image's entrypoint in a container) and started
+// by the placement, its members and their roles, its health and leader
+// rules (harness/systems/zookeeper/zkcheck), the replace fault's gates, initLimit, and a
+// sampler of the servers' own figures (mntr, cons, their logs) on the
+// run's clock.
 package zookeeper
 
 import (
@@ -14,12 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/dockerzk"
-	"github.com/chaoslab/chaoslab/harness/images"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/placement/container"
-	"github.com/chaoslab/chaoslab/harness/placement/local"
-	"github.com/chaoslab/chaoslab/harness/zkensemble"
+	"github.com/chaoslab/chaoslab/harness/servers"
 )
 
 // Name is the system's registered name.
@@ -64,8 +62,8 @@ const (
 	// MaxHeapMB is the largest server heap.
 	MaxHeapMB = 8192
 	// MaxObservers is the most observers: each is one more JVM of heap_mb
-	// on the same machine (zkensemble.MaxObservers).
-	MaxObservers = zkensemble.MaxObservers
+	// on the same machine.
+	MaxObservers = 5
 )
 
 // Check validates the topology.
@@ -126,42 +124,25 @@ func (System) Roles() []string {
 
 func (System) SampleEvery() time.Duration { return 100 * time.Millisecond }
 
-// Prepare installs Debian's ZooKeeper for local processes.
+// Prepare installs Debian's ZooKeeper where programs of this machine run
+// (local processes); images are the placement's.
 func (System) Prepare(ctx context.Context, p lab.Placement, log *slog.Logger) error {
-	lp, ok := p.(*local.Placement)
-	if !ok {
+	if !lab.RunsHostCommands(p) {
 		return nil
 	}
-	if err := zkensemble.EnsureInstalled(ctx, log); err != nil {
+	if err := EnsureInstalled(ctx, log); err != nil {
 		return err
 	}
 	if v, err := javaVersion(ctx); err == nil {
-		lp.SetVersion("java", v)
+		lab.RecordVersion(p, "java", v)
 	}
 	return nil
 }
 
-func (System) Probe(placement string) (lab.Member, error) {
-	switch placement {
-	case local.Name:
-		return &localMember{Member: &zkensemble.Member{Name: "probe"}}, nil
-	case container.Name:
-		return &dockerMember{Member: &dockerzk.Member{}}, nil
-	}
-	return nil, fmt.Errorf("zookeeper runs on local or docker, not %s", placement)
-}
-
-// Start starts the ensemble on the variant's site.
-func (System) Start(ctx context.Context, env *lab.Env, topo lab.Settings) (lab.Cluster, error) {
-	t := topo.(*Topology)
-	switch site := env.Site.(type) {
-	case *local.Site:
-		return startLocal(ctx, env, site, t)
-	case *container.Site:
-		return startDocker(ctx, env, site, t)
-	}
-	return nil, fmt.Errorf("start zookeeper: no way to run on %s", env.Site.Placement().Name())
-}
+// Probe is a member as it runs on any placement: the generic faults act
+// on it through its placement; replace's gates and raise-init-limit
+// through ZooKeeper's protocol.
+func (System) Probe(string) (lab.Member, error) { return &member{Member: &servers.Member{}}, nil }
 
 // Progress: the most requests outstanding at any server that answered.
 func (System) Progress(round []lab.MemberSample) []slog.Attr {
@@ -202,17 +183,9 @@ func (System) Metrics() []lab.MetricDef {
 	}
 }
 
-// zkMember is what both placements' members give.
-type zkMember interface {
-	lab.Member
-	Mntr(ctx context.Context) (map[string]string, error)
-	FourLetter(ctx context.Context, cmd string) (string, error)
-	Version(ctx context.Context) (string, error)
-}
-
 // sample reads one member's mntr with a deadline (a paused server does not
 // answer: a gap, not a figure).
-func sample(ctx context.Context, m zkMember, clock func(time.Time) float64) lab.MemberSample {
+func sample(ctx context.Context, m *member, clock func(time.Time) float64) lab.MemberSample {
 	at := time.Now()
 	s := lab.MemberSample{T: clock(at), Member: m.Name()}
 	if !m.Running() || m.Paused() {

@@ -1,0 +1,231 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// launch is one incarnation of a server on its way to running: its log
+// open, its program built and, on a site where creating it is slow, its
+// sandbox already created (pending).
+type launch struct {
+	s       *Server
+	inc     int
+	logf    *os.File
+	tail    *tailWriter
+	prog    lab.Program
+	pending lab.Pending
+}
+
+// start runs a new incarnation of s through the launcher; it returns once
+// the server runs (or failed to start).
+func (f *Fleet) start(s *Server) {
+	if l := f.prepare(s, false); l != nil {
+		f.launch(l)
+	}
+}
+
+// prepare readies a new incarnation of s; nil when s starts or is
+// retired, or runs (unless ahead: its next incarnation, readied while it
+// runs), or the fleet is closing. A launch it returns must be passed to
+// launch or unprepare.
+func (f *Fleet) prepare(s *Server, ahead bool) *launch {
+	f.mu.Lock()
+	if f.closed || f.ctx.Err() != nil {
+		f.mu.Unlock()
+		return nil
+	}
+	f.launching.Add(1)
+	f.mu.Unlock()
+	s.mu.Lock()
+	if (s.proc != nil && !ahead) || s.starting || s.retired {
+		s.mu.Unlock()
+		f.launching.Done()
+		return nil
+	}
+	s.starting = true
+	inc := s.inc
+	s.inc++
+	s.mu.Unlock()
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		f.event("note", s.ID, "could not open its log: "+err.Error())
+		f.unprepare(s)
+		return nil
+	}
+	tail := &tailWriter{w: logf, max: 8 << 10}
+	return &launch{s: s, inc: inc, logf: logf, tail: tail, prog: f.program(s, inc, tail)}
+}
+
+// unprepare takes back a prepared start that will not run.
+func (f *Fleet) unprepare(s *Server) {
+	s.mu.Lock()
+	s.starting = false
+	s.mu.Unlock()
+	f.launching.Done()
+}
+
+// launch starts a prepared incarnation and watches it until it exits.
+func (f *Fleet) launch(l *launch) {
+	s := l.s
+	defer f.launching.Done()
+	s.mu.Lock()
+	s.removed = false
+	s.fails = 0
+	s.readyAt = time.Time{}
+	s.stopping = ""
+	s.port = ""
+	s.mu.Unlock()
+	fmt.Fprintf(l.logf, "=== %s start %d\n", time.Now().Format(time.RFC3339Nano), l.inc)
+	var p lab.Proc
+	var err error
+	if l.pending != nil {
+		p, err = l.pending.Start(f.ctx)
+	} else {
+		p, err = f.cfg.Env.Site.Start(f.ctx, l.prog)
+	}
+	if err != nil {
+		l.logf.Close()
+		s.mu.Lock()
+		s.starting = false
+		s.mu.Unlock()
+		if f.ctx.Err() == nil { // not the end of the run
+			f.event("note", s.ID, "could not start: "+err.Error())
+		}
+		return
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.proc, s.started, s.done = p, time.Now(), done
+	s.starting = false
+	s.starts++
+	s.desc = p.Desc()
+	s.startTimes = append(s.startTimes, f.cfg.Env.Now())
+	s.mu.Unlock()
+	what := "started"
+	if l.inc > 0 {
+		what = "restarted"
+	}
+	f.cfg.Env.Record("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, l.inc, p.Desc(), f.cfg.ThreadLimit))
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); f.watchExit(l, p, done) }()
+}
+
+// watchExit records how an incarnation ended and, while the operator's
+// restart lasts, queues the server to start again.
+func (f *Fleet) watchExit(l *launch, p lab.Proc, done chan struct{}) {
+	s := l.s
+	<-p.Done()
+	pe := p.Exit()
+	refused := p.Stats().PidsRefused
+	s.mu.Lock()
+	why := s.stopping
+	threads := 0
+	if n := len(s.samples); n > 0 {
+		threads = s.samples[n-1].Threads
+	}
+	s.mu.Unlock()
+	e := describeExit(pe, l.tail.String(), why)
+	if l.tail.marked() {
+		e.ThreadLimit = true
+		if !strings.HasPrefix(e.How, "the Go runtime") {
+			e.How = "the Go runtime aborted: " + l.tail.mark
+		}
+	}
+	e.T, e.Server, e.PidsLimitHit, e.Threads = f.cfg.Env.Now(), s.ID, refused, threads
+	if err := p.Release(); err != nil {
+		f.log.Warn("release server", "server", s.ID, "err", err)
+	}
+	l.logf.Close()
+	s.mu.Lock()
+	s.exits = append(s.exits, e)
+	s.proc = nil
+	s.mu.Unlock()
+	close(done)
+	if why == "" || e.ThreadLimit {
+		detail := e.How
+		if e.PidsLimitHit > 0 {
+			detail += fmt.Sprintf("; the kernel refused %d thread creations at pids.max %d", e.PidsLimitHit, f.cfg.ThreadLimit)
+		}
+		kind := "server-exit"
+		if e.ThreadLimit {
+			kind = "thread-limit"
+		}
+		f.event(kind, s.ID, detail)
+	}
+	f.mu.Lock()
+	restarting := f.restarting
+	f.mu.Unlock()
+	s.mu.Lock()
+	retired := s.retired
+	s.mu.Unlock()
+	if restarting && !retired && f.ctx.Err() == nil {
+		select {
+		case f.restart <- s:
+		case <-f.ctx.Done():
+		}
+	}
+}
+
+// restartTogether is the all-at-once restart on a site where creating a
+// program's sandbox is slow next to starting it (containers, about one a
+// second here): the next incarnation of every server is created first,
+// then every server is stopped and all start together, so that the
+// restart is as sudden as on processes.
+func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers []*Server) error {
+	began := time.Now()
+	ls := make([]*launch, len(servers))
+	sem := make(chan struct{}, 4)
+	wg := make(chan struct{}, len(servers))
+	for i, s := range servers {
+		go func() {
+			defer func() { wg <- struct{}{} }()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			f.prepareAhead(ctx, pre, s, &ls[i])
+		}()
+	}
+	for range servers {
+		<-wg
+	}
+	f.mu.Lock()
+	f.restartAt = time.Now()
+	f.mu.Unlock()
+	f.event("note", "fleet", fmt.Sprintf("created the next incarnation of %d servers ahead in %.1fs; stopping all and starting them together", len(servers), time.Since(began).Seconds()))
+	stopped := make(chan struct{}, len(servers))
+	for _, s := range servers {
+		go func() { f.stop(s, "restarted by the operator", 5*time.Second); stopped <- struct{}{} }()
+	}
+	for range servers {
+		<-stopped
+	}
+	for _, l := range ls {
+		if l != nil {
+			go f.launch(l)
+		}
+	}
+	return ctx.Err()
+}
+
+// prepareAhead creates the next incarnation of a running server while
+// the current one still runs; *out stays nil when it could not be.
+func (f *Fleet) prepareAhead(ctx context.Context, pre lab.Preparer, s *Server, out **launch) {
+	l := f.prepare(s, true)
+	if l == nil {
+		return
+	}
+	pd, err := pre.Prepare(ctx, l.prog)
+	if err != nil {
+		l.logf.Close()
+		f.unprepare(s)
+		f.event("note", s.ID, "could not create its next incarnation ahead: "+err.Error())
+		return
+	}
+	l.pending = pd
+	*out = l
+}
