@@ -46,6 +46,11 @@ type Report struct {
 	Charts []SeriesDef `json:"charts,omitempty"`
 	// MetricDocs say what each metric the scenario names measures.
 	MetricDocs map[string]string `json:"metric_docs,omitempty"`
+	// MetricSources say the unit of each metric the scenario judges and
+	// which series it reduces, and how (max, min, mean, last,
+	// time_above, ...): reports chart the deciding metric's series first,
+	// with its threshold, and give figures with their units.
+	MetricSources map[string]MetricSource `json:"metric_sources,omitempty"`
 	Variants   []*VariantResult  `json:"variants"`
 	// Comparisons across variants (e.g. vulnerable peak >= 10x mitigated).
 	Comparisons []verdict.Check `json:"comparisons,omitempty"`
@@ -68,6 +73,25 @@ type Report struct {
 	Debrief *Debrief `json:"debrief,omitempty"`
 	// Dir is where the report was written (not serialised).
 	Dir string `json:"-"`
+}
+
+// MetricSource is a metric's unit and the series it reduces, with its
+// reducer (Series empty: the metric is not a reduced series).
+type MetricSource struct {
+	Unit   string `json:"unit,omitempty"`
+	Series string `json:"series,omitempty"`
+	Reduce string `json:"reduce,omitempty"`
+}
+
+// InSeriesUnits says whether the metric is in its series' units (max,
+// min, mean, last of it), so that its threshold can be drawn on the
+// series' chart; a duration above a bound is not.
+func (m MetricSource) InSeriesUnits() bool {
+	switch m.Reduce {
+	case "max", "min", "mean", "last":
+		return true
+	}
+	return false
 }
 
 // ScenarioInfo is what a record says of its scenario: the fields of the

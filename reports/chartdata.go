@@ -78,6 +78,14 @@ func (a alignment) xLabel(long bool) string {
 	return "seconds from variant start"
 }
 
+// clock says what times count from, for a table's header.
+func (a alignment) clock() string {
+	if a.onFault {
+		return "s from the first fault"
+	}
+	return "s from the variant's start"
+}
+
 // note says how the charts' time axes are set, for the page.
 func (a alignment) note() string {
 	if !a.onFault {

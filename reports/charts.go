@@ -66,6 +66,7 @@ var (
 	faultFill  = color.NRGBA{0xd9, 0x5f, 0x0e, 0x26}
 	faultInk   = color.NRGBA{0xa6, 0x3f, 0x00, 0xff}
 	limitColor = color.NRGBA{0xc0, 0x1c, 0x28, 0xff}
+	boundColor = color.NRGBA{0x6a, 0x3d, 0x9a, 0xff} // a hypothesis's threshold
 	oomColor   = color.NRGBA{0xc0, 0x1c, 0x28, 0xff}
 )
 
@@ -80,6 +81,9 @@ type chartRow struct {
 	LegendNote string       // "one line per client (16 clients)"
 	Marks      []string     // what else is drawn: "fault" windows, a "limit", "oom" kills (or other crossed events)
 	LimitLabel string       // what the limit line is, for the legend
+	// Deciding names the hypothesis whose series this row is (the first
+	// row), and BoundLabel its threshold line.
+	Deciding, BoundLabel string
 	MarkLabel  string       // what a cross is, for the legend
 }
 
@@ -99,8 +103,17 @@ type legendItem struct {
 func buildCharts(r *Report) ([]chartRow, error) {
 	var rows []chartRow
 	al := alignOnFirstFault(r)
-	for _, spec := range chartSpecs(r) {
-		row, err := buildChartRow(r, spec, al)
+	specs := chartSpecs(r)
+	d, ok := decidingFigure(r)
+	if ok {
+		specs = firstDeciding(specs, d)
+	}
+	for i, spec := range specs {
+		var bound *decider
+		if ok && i == 0 && spec.Name == d.series {
+			bound = &d
+		}
+		row, err := buildChartRow(r, spec, al, bound)
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %w", spec.Name, err)
 		}
@@ -153,12 +166,22 @@ func genericTitle(name string) string {
 	return strings.ToUpper(t[:1]) + t[1:]
 }
 
-func buildChartRow(r *Report, spec seriesSpec, al alignment) (chartRow, error) {
+// buildChartRow draws one series' row; bound, when set, is the deciding
+// figure whose threshold is drawn across it.
+func buildChartRow(r *Report, spec seriesSpec, al alignment, bound *decider) (chartRow, error) {
 	row := chartRow{Name: spec.Name, Title: spec.Title, Unit: spec.Unit}
 	cv := alignVariants(r, spec, al)
 	sources, colors := cv.colors(&row)
 	cv.legend(&row, spec, sources, colors)
 	ax, marks := cv.yAxis(spec)
+	if bound != nil {
+		row.Deciding = bound.check.ID
+	}
+	if bound != nil && bound.line {
+		ax.bound, ax.boundLabel = &bound.check.Threshold, bound.label()
+		ax.ymax = math.Max(ax.ymax, bound.check.Threshold*1.14)
+		row.Marks, row.BoundLabel = append(row.Marks, "threshold"), bound.label()
+	}
 	if marks.faults {
 		row.Marks = append(row.Marks, "fault")
 	}
@@ -398,6 +421,9 @@ type axes struct {
 	xmin, xmax, ymin, ymax float64
 	integer                bool   // y ticks on whole numbers only
 	xLabel                 string // what the time axis counts from
+	// bound is the deciding hypothesis's threshold, drawn across.
+	bound      *float64
+	boundLabel string
 }
 
 func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[string]color.NRGBA, nLines int,
@@ -425,7 +451,10 @@ func renderChart(v *VariantResult, spec seriesSpec, unit string, colors map[stri
 
 	lim, limLabel, hasLimit := chartLimit(v, spec.Name)
 	if hasLimit {
-		p.Add(&hLine{y: lim, label: limLabel, style: p.X.Tick.Label})
+		p.Add(&hLine{y: lim, label: limLabel, style: p.X.Tick.Label, color: limitColor})
+	}
+	if ax.bound != nil {
+		p.Add(&hLine{y: *ax.bound, label: ax.boundLabel, style: p.X.Tick.Label, color: boundColor})
 	}
 	if marks := markEvents(v, spec); len(marks) > 0 {
 		var xs, ys []float64
@@ -681,6 +710,7 @@ type hLine struct {
 	y     float64
 	label string
 	style text.Style
+	color color.NRGBA
 }
 
 func (h *hLine) Plot(c draw.Canvas, plt *plot.Plot) {
@@ -689,10 +719,10 @@ func (h *hLine) Plot(c draw.Canvas, plt *plot.Plot) {
 	if y < c.Min.Y || y > c.Max.Y {
 		return
 	}
-	c.StrokeLine2(draw.LineStyle{Color: limitColor, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}, c.Min.X, y, c.Max.X, y)
+	c.StrokeLine2(draw.LineStyle{Color: h.color, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(5), vg.Points(3)}}, c.Min.X, y, c.Max.X, y)
 	sty := h.style
 	sty.Font.Size = 7.5
-	sty.Color = limitColor
+	sty.Color = h.color
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
 	c.FillText(sty, vg.Point{X: c.Min.X + vg.Points(3), Y: y + vg.Points(2)}, h.label)
 }

@@ -90,6 +90,9 @@ table.facts { width: auto; min-width: 50%; }
 table.facts th { width: 180px; background: #f3f5f7; }
 .desc { color: var(--muted); font-size: 13px; }
 .grid2 { display: grid; grid-template-columns: minmax(0, 1.3fr) minmax(0, 1fr); gap: 24px; align-items: start; }
+.grid2 > * { min-width: 0; }
+td code { overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
 .charts figure { margin: 0; background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 8px 10px 4px; }
 .charts figcaption { font-size: 13px; font-weight: 600; margin-bottom: 2px; }
 .chart-row { margin: 10px 0 28px; }
@@ -104,6 +107,8 @@ svg.chart { width: 100%; height: auto; display: block; }
 .legend .sw { display: inline-block; width: 16px; height: 3px; border-radius: 2px; vertical-align: middle; margin-right: 5px; }
 .legend .fault { display: inline-block; width: 14px; height: 10px; background: rgba(217, 95, 14, .22); vertical-align: middle; margin-right: 5px; }
 .legend .limit { display: inline-block; width: 16px; border-top: 2px dashed #c01c28; vertical-align: middle; margin-right: 5px; }
+.legend .bound { display: inline-block; width: 16px; border-top: 2px dashed #6a3d9a; vertical-align: middle; margin-right: 5px; }
+.badge.deciding { background: #f1eaf7; color: #6a3d9a; border: 1px solid #c9b3de; margin-left: 6px; }
 .legend .oom { color: #c01c28; font-weight: 800; margin-right: 4px; }
 .variant { border-top: 4px solid var(--line); }
 .variant.good { border-top-color: var(--good); } .variant.bad { border-top-color: var(--bad); } .variant.warn { border-top-color: #d4a72c; }
@@ -179,7 +184,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <div class="charts">
 {{range $row := .Charts}}{{$n := len .Cells}}
 <div class="chart-row" id="chart-{{.Name}}">
-<h3>{{.Title}} <span class="desc"><code>{{.Name}}</code></span></h3>
+<h3>{{.Title}} <span class="desc"><code>{{.Name}}</code></span>{{if .Deciding}} <span class="badge deciding">decides the verdict: {{.Deciding}}</span>{{end}}</h3>
 <div class="chart-grid {{cols $n}}">
 {{range .Cells}}<figure>
 <figcaption>{{.Variant}} <span class="badge {{.Class}}">{{.Verdict}}</span></figcaption>
@@ -189,7 +194,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <div class="legend">
 {{range .Legend}}<span><span class="sw" style="background: {{.Color}}"></span>{{.Source}}</span>{{end}}
 {{if .LegendNote}}<span>{{.LegendNote}}</span>{{end}}
-{{range .Marks}}<span>{{if eq . "fault"}}<span class="fault"></span>fault window{{else if eq . "limit"}}<span class="limit"></span>{{$row.LimitLabel}}{{else if eq . "oom"}}<span class="oom">×</span>{{$row.MarkLabel}} (×N: N of them within a moment; each one is a tick on the time axis){{end}}</span>{{end}}
+{{range .Marks}}<span>{{if eq . "fault"}}<span class="fault"></span>fault window{{else if eq . "limit"}}<span class="limit"></span>{{$row.LimitLabel}}{{else if eq . "threshold"}}<span class="bound"></span>{{$row.BoundLabel}}: the threshold of the figure that decided the verdict{{else if eq . "oom"}}<span class="oom">×</span>{{$row.MarkLabel}} (×N: N of them within a moment; each one is a tick on the time axis){{end}}</span>{{end}}
 </div>
 </div>
 {{end}}
@@ -204,26 +209,20 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 {{if .Steady}}<p class="desc">{{.Steady}}</p>{{end}}
 <p class="desc">Started {{.StartedAt}}.</p>
 
-<div class="grid2">
-<div>
 <h3>Hypotheses</h3>
 {{template "checks" .Hypotheses}}
-</div>
-<div>
 <h3>{{.WorkloadTitle}}</h3>
 <table class="facts"><tbody>
 {{range .Workload}}<tr><th>{{.K}}</th><td>{{.V}}</td></tr>
 {{end}}</tbody></table>
-</div>
-</div>
 
 <h3>Fault windows</h3>
-{{if .Faults}}<table><thead><tr><th>Fault</th><th>Target</th><th>Member</th><th class="num">From</th><th class="num">To</th><th>Landed (read back)</th><th>Detail</th></tr></thead><tbody>
+{{if .Faults}}<table><thead><tr><th>Fault</th><th>Target</th><th>Member</th><th class="num">From ({{.Clock}})</th><th class="num">To</th><th>Landed (read back)</th><th>Detail</th></tr></thead><tbody>
 {{range .Faults}}<tr><td><strong>{{.Fault}}</strong></td><td>{{.Target}}</td><td>{{.Member}}</td><td class="num">{{.From}}</td><td class="num">{{.To}}</td><td class="desc">{{.Landed}}</td><td class="desc">{{.Detail}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="desc">No fault was injected.</p>{{end}}
 
 <h3>Notable events</h3>
-{{if .Events}}<table><thead><tr><th class="num" style="width: 90px">t</th><th>Event</th><th>Source</th><th>Detail</th></tr></thead><tbody>
+{{if .Events}}<table><thead><tr><th class="num" style="width: 120px">t ({{.Clock}})</th><th>Event</th><th>Source</th><th>Detail</th></tr></thead><tbody>
 {{range .Events}}<tr><td class="num">{{.T}}</td><td>{{.Kind}}</td><td>{{.Source}}</td><td class="desc">{{.Detail}}</td></tr>
 {{end}}</tbody></table>{{if .EventsMore}}<p class="desc">… and {{.EventsMore}} more in report.json.</p>{{end}}
 {{else}}<p class="desc">No OOM kill, client exit or leader change.</p>{{end}}

@@ -114,7 +114,7 @@ func mdVariant(b *strings.Builder, vv variantView) {
 	if len(vv.Faults) == 0 {
 		p("No fault was injected.\n\n")
 	} else {
-		p("| Fault | Target | Member | From | To | Landed (read back) | Detail |\n|---|---|---|---|---|---|---|\n")
+		p("| Fault | Target | Member | From (%s) | To | Landed (read back) | Detail |\n|---|---|---|---|---|---|---|\n", vv.Clock)
 		for _, f := range vv.Faults {
 			p("| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(f.Fault), mdCell(f.Target), mdCell(f.Member), f.From, f.To, mdCell(f.Landed), mdCell(f.Detail))
 		}
@@ -125,7 +125,7 @@ func mdVariant(b *strings.Builder, vv variantView) {
 	if len(vv.Events) == 0 {
 		p("No OOM kill, client exit or leader change.\n\n")
 	} else {
-		p("| t | Event | Source | Detail |\n|---|---|---|---|\n")
+		p("| t (%s) | Event | Source | Detail |\n|---|---|---|---|\n", vv.Clock)
 		for _, e := range vv.Events {
 			p("| %s | %s | %s | %s |\n", e.T, e.Kind, mdCell(e.Source), mdCell(e.Detail))
 		}

@@ -31,6 +31,7 @@ type (
 	IncidentRow        = record.IncidentRow
 	Map                = record.Map
 	ScenarioInfo       = record.ScenarioInfo
+	MetricSource       = record.MetricSource
 )
 
 // SchemaVersion identifies the report.json format.

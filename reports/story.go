@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/chaoslab/chaoslab/verdict"
@@ -18,17 +19,17 @@ func verdictStory(r *Report) (story string, near []string) {
 		if v == nil {
 			continue
 		}
-		parts = append(parts, variantStory(v))
+		parts = append(parts, variantStory(v, r.MetricSources))
 		for _, c := range v.Hypotheses {
 			if c.Near() {
-				near = append(near, fmt.Sprintf("%s in %s (%s)", c.ID, v.Name, figureWords(c, false)))
+				near = append(near, fmt.Sprintf("%s in %s (%s)", c.ID, v.Name, figureWords(c, false, unitOf(r.MetricSources, c))))
 			}
 		}
 	}
 	for _, c := range r.Comparisons {
 		parts = append(parts, comparisonStory(c))
 		if c.Near() {
-			near = append(near, fmt.Sprintf("comparison %s (%s)", c.ID, figureWords(c, false)))
+			near = append(near, fmt.Sprintf("comparison %s (%s)", c.ID, figureWords(c, false, "")))
 		}
 	}
 	switch {
@@ -40,8 +41,9 @@ func verdictStory(r *Report) (story string, near []string) {
 	return strings.Join(parts, " "), near
 }
 
-// variantStory says what one variant did, in a sentence or two.
-func variantStory(v *VariantResult) string {
+// variantStory says what one variant did, in a sentence or two, its
+// figures in their metrics' units.
+func variantStory(v *VariantResult, units map[string]MetricSource) string {
 	name := fmt.Sprintf("The %s variant", v.Name)
 	if v.Expect != "" {
 		name += fmt.Sprintf(" (expected to %s)", v.Expect.Infinitive())
@@ -56,7 +58,7 @@ func variantStory(v *VariantResult) string {
 	n := len(v.Hypotheses)
 	switch {
 	case len(violated) > 0:
-		s := fmt.Sprintf("%s broke %d of its %d hypotheses: %s.", name, len(violated), n, figures(violated))
+		s := fmt.Sprintf("%s broke %d of its %d hypotheses: %s.", name, len(violated), n, figures(violated, units))
 		if len(missing) > 0 {
 			s += fmt.Sprintf(" Not measured: %s.", ids(missing))
 		}
@@ -76,7 +78,7 @@ func variantStory(v *VariantResult) string {
 	}
 	s := fmt.Sprintf("%s held all %d hypotheses", name, len(held))
 	if _, ok := closest.Margin(); ok {
-		s += fmt.Sprintf("; the closest was %s", checkFigure(closest))
+		s += fmt.Sprintf("; the closest was %s", checkFigure(closest, unitOf(units, closest)))
 	}
 	return s + "."
 }
@@ -117,31 +119,34 @@ func comparisonStory(c verdict.Check) string {
 	case c.Missing:
 		return fmt.Sprintf("The comparison %s could not be made (a figure is missing).", c.ID)
 	case c.Held:
-		return fmt.Sprintf("The comparison %s held: the ratio was %s.", c.ID, figureText(c))
+		return fmt.Sprintf("The comparison %s held: the ratio was %s.", c.ID, figureWords(c, true, ""))
 	}
-	return fmt.Sprintf("The comparison %s failed: the ratio was %s.", c.ID, figureText(c))
+	return fmt.Sprintf("The comparison %s failed: the ratio was %s.", c.ID, figureWords(c, true, ""))
 }
 
 // checkFigure is one judged figure with its threshold and margin, in
-// words: "outstanding-bounded: 530, where it must stay at or below 150
+// words: "outstanding-bounded (servers never queue more than 150
+// requests): 530 requests, where it must stay at or below 150 requests
 // (3.5x over the threshold)".
-func checkFigure(c verdict.Check) string {
-	return c.ID + ": " + figureText(c)
+func checkFigure(c verdict.Check, unit string) string {
+	name := c.ID
+	if d := strings.TrimSuffix(strings.TrimSpace(c.Description), "."); d != "" {
+		name += " (" + d + ")"
+	}
+	return name + ": " + figureWords(c, true, unit)
 }
 
-// figureText is the figure against its threshold, without the check's
-// id, a near miss named as such.
-func figureText(c verdict.Check) string { return figureWords(c, true) }
-
-func figureWords(c verdict.Check, flagNear bool) string {
+// figureWords is the figure against its threshold in unit, without the
+// check's id; flagNear names a near miss as such.
+func figureWords(c verdict.Check, flagNear bool, unit string) string {
 	if c.Missing {
 		return "not measured"
 	}
-	obs := verdict.FormatValue(float64(c.Observed))
-	if obs == "never" {
+	obs := withUnit(float64(c.Observed), unit)
+	if math.IsInf(float64(c.Observed), 1) {
 		obs = "never reached"
 	}
-	s := fmt.Sprintf("%s, where it must %s %s", obs, opWords(c.Op), verdict.FormatValue(c.Threshold))
+	s := fmt.Sprintf("%s, where it must %s %s", obs, opWords(c.Op), withUnit(c.Threshold, unit))
 	if m := c.MarginText(); m != "" {
 		if flagNear && c.Near() {
 			m += ": a near miss"
@@ -182,10 +187,10 @@ func splitChecks(cs []verdict.Check) (violated, missing, held []verdict.Check) {
 	return violated, missing, held
 }
 
-func figures(cs []verdict.Check) string {
+func figures(cs []verdict.Check, units map[string]MetricSource) string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
-		out[i] = checkFigure(c)
+		out[i] = checkFigure(c, unitOf(units, c))
 	}
 	return strings.Join(out, "; ")
 }
@@ -210,4 +215,20 @@ func hasJudged(r *Report) bool {
 		}
 	}
 	return len(r.Comparisons) > 0
+}
+
+// unitOf is the unit a check's metric is in ("" when the record keeps none).
+func unitOf(units map[string]MetricSource, c verdict.Check) string {
+	return units[c.Metric].Unit
+}
+
+// withUnit writes a figure with its unit: "530 requests", "24.3 s"; a
+// share, a 0/1 state or a figure with no unit stays bare.
+func withUnit(v float64, unit string) string {
+	s := verdict.FormatValue(v)
+	switch unit {
+	case "", "share", "0/1", "u", "ratio":
+		return s
+	}
+	return s + " " + unit
 }

@@ -85,7 +85,10 @@ type variantView struct {
 	AsExpected  string
 	Reason      string
 	// Steady says what the steady-state checks before the first fault found.
-	Steady     string
+	Steady string
+	// Clock says what the tables' times count from, as the charts do:
+	// "s from the first fault" or "s from the variant's start".
+	Clock      string
 	Workload   []kv
 	Hypotheses []checkRow
 	Faults     []faultRow
@@ -200,11 +203,12 @@ func newView(r *Report) *view {
 
 	v.Facts, v.Versions = runFacts(r, v.ScenarioID)
 
+	al := alignOnFirstFault(r)
 	for _, vr := range r.Variants {
 		if vr == nil {
 			continue
 		}
-		vv := newVariantView(vr, r.MetricDocs)
+		vv := newVariantView(vr, r.MetricDocs, al)
 		for i := range vv.Clients {
 			vv.Clients[i].Log = logLink(r.Dir, vr.LogDir, vv.Clients[i].Log)
 		}
@@ -220,8 +224,12 @@ func newView(r *Report) *view {
 	return v
 }
 
-func newVariantView(vr *VariantResult, docs map[string]string) variantView {
+// newVariantView is one variant's section; its times count from where
+// the charts' do (al), so that a table and a chart read on one clock.
+func newVariantView(vr *VariantResult, docs map[string]string, al alignment) variantView {
+	off := al.offset[vr.Name]
 	vv := variantView{
+		Clock:       al.clock(),
 		Name:        vr.Name,
 		Description: strings.TrimSpace(vr.Description),
 		StartedAt:   fmtTime(vr.StartedAt),
@@ -250,7 +258,7 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 	for _, f := range vr.Faults {
 		vv.Faults = append(vv.Faults, faultRow{
 			Fault: f.Fault, Target: orDash(f.Target), Member: orDash(f.Member),
-			From: fmtSeconds(f.Start), To: fmtSeconds(f.End), Detail: f.Detail, Landed: landed(f),
+			From: fmtSeconds(f.Start - off), To: fmtSeconds(f.End - off), Detail: f.Detail, Landed: landed(f),
 		})
 	}
 	events := append([]Event(nil), vr.Events...)
@@ -264,7 +272,7 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 			vv.EventsMore++
 			continue
 		}
-		vv.Events = append(vv.Events, eventRow{T: fmtSeconds(e.T), Kind: label, Source: e.Source, Detail: e.Detail})
+		vv.Events = append(vv.Events, eventRow{T: fmtSeconds(e.T - off), Kind: label, Source: e.Source, Detail: e.Detail})
 	}
 	vv.Who, vv.WhoAll = capital(vr.Noun[0]), capital(vr.Noun[1])
 	if vv.Who == "" {
@@ -276,7 +284,7 @@ func newVariantView(vr *VariantResult, docs map[string]string) variantView {
 			PeakCharged: charged(c.ID),
 			ID:          c.ID,
 			Starts:      strconv.Itoa(c.Starts),
-			Exits:       fmtExits(c.Exits),
+			Exits:       fmtExits(c.Exits, off),
 			OOMKills:    strconv.Itoa(c.OOMKills),
 			PeakRSS:     verdict.FormatValue(c.PeakRSSMB),
 			Requests:    strconv.FormatInt(c.Requests, 10),
@@ -430,7 +438,7 @@ func fmtSeconds(x float64) string {
 	return strconv.FormatFloat(x, 'f', 1, 64) + " s"
 }
 
-func fmtExits(exits []Exit) string {
+func fmtExits(exits []Exit, off float64) string {
 	if len(exits) == 0 {
 		return "none"
 	}
@@ -451,7 +459,7 @@ func fmtExits(exits []Exit) string {
 				how = fmt.Sprintf("exit code %d", e.Code)
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s: %s", fmtSeconds(e.T), how))
+		parts = append(parts, fmt.Sprintf("%s: %s", fmtSeconds(e.T-off), how))
 	}
 	return fmt.Sprintf("%d (%s)", len(exits), strings.Join(parts, "; "))
 }

@@ -214,7 +214,9 @@ func testReport(t *testing.T) *Report {
 			{Name: "client.reconnects", Title: "Reconnects per client (cumulative)", Unit: "reconnects"},
 		},
 		MetricDocs: map[string]string{"clients.oom_kills": "client processes killed by the kernel's OOM killer"},
-		Rerun:      "chaoslab run il-0587-zk-treecache-reconnect-storm --seed 42 --backend docker",
+		MetricSources: map[string]MetricSource{"servers.outstanding_requests.max": {Unit: "requests", Series: "server.outstanding_requests", Reduce: "max"},
+			"clients.fresh_after_fault_s": {Series: "client.stale_s", Reduce: "recover_below"}},
+		Rerun: "chaoslab run il-0587-zk-treecache-reconnect-storm --seed 42 --backend docker",
 	}
 	r.Judge(*r.Spec)
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
@@ -599,3 +601,34 @@ func TestRepeatAndJUnit(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The chart of the figure that decided the verdict comes first, with its
+// threshold drawn where the figure is in the series' units.
+func TestDecidingChartFirst(t *testing.T) {
+	r := testReport(t)
+	rows, err := buildCharts(r)
+	require.NoError(t, err)
+	require.Equal(t, "server.outstanding_requests", rows[0].Name)
+	require.Equal(t, "bounded-outstanding", rows[0].Deciding)
+	require.Equal(t, "bounded-outstanding: <= 1000", rows[0].BoundLabel)
+	require.Contains(t, rows[0].Cells[0].SVG, "bounded-outstanding: &lt;= 1000")
+	for _, row := range rows[1:] {
+		require.Empty(t, row.Deciding, row.Name)
+	}
+
+	// A staleness bound (recover_below) is in seconds, not in the
+	// series' units: its chart comes first, with no line.
+	delete(r.MetricSources, "servers.outstanding_requests.max")
+	rows, err = buildCharts(r)
+	require.NoError(t, err)
+	require.Equal(t, "client.stale_s", rows[0].Name)
+	require.Equal(t, "fresh-again", rows[0].Deciding)
+	require.Empty(t, rows[0].BoundLabel)
+}
+
+// The verdict paragraph names each hypothesis in words and gives its
+// figures in their units.
+func TestStoryInWordsWithUnits(t *testing.T) {
+	story, _ := verdictStory(testReport(t))
+	require.Contains(t, story, "bounded-outstanding (servers never queue more than 1000 requests): 4200 requests, where it must stay at or below 1000 requests (4.2x over the threshold)")
+}

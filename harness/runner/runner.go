@@ -328,22 +328,32 @@ func newReport(s *scenarios.Scenario, p *plan, o Options, runID string, start ti
 	r.Case = reports.CaseRefFor(s.Case)
 	spec := reports.WithPublished(s.Spec(), s.Case)
 	r.Spec = &spec
-	r.MetricDocs = metricDocs(s, p)
+	r.MetricDocs, r.MetricSources = metricDocs(s, p)
 	return r
 }
 
 // metricDocs say what each metric the scenario names measures.
-func metricDocs(s *scenarios.Scenario, p *plan) map[string]string {
+// metricDocs says what each metric the scenario names measures and,
+// for a reduced series, which series and how.
+func metricDocs(s *scenarios.Scenario, p *plan) (map[string]string, map[string]reports.MetricSource) {
 	known := scenarios.Metrics(p.sys, p.kind)
-	out := map[string]string{}
+	docs, sources := map[string]string{}, map[string]reports.MetricSource{}
 	for _, name := range s.MetricNames() {
+		var red *lab.Reducer
+		var src reports.MetricSource
 		if m, ok := known[name]; ok {
-			out[name] = m.Doc
-		} else if red, isExpr, err := lab.ParseReducer(name); isExpr && err == nil {
-			out[name] = red.Describe()
+			docs[name], red, src.Unit = m.Doc, m.Reducer, m.Unit
+		} else if r, isExpr, err := lab.ParseReducer(name); isExpr && err == nil {
+			docs[name], red = r.Describe(), &r
+		}
+		if red != nil {
+			src.Series, src.Reduce = red.Series, red.Reduce
+		}
+		if src != (reports.MetricSource{}) {
+			sources[name] = src
 		}
 	}
-	return out
+	return docs, sources
 }
 
 // rerun says which placement was used, so that the command replays there.

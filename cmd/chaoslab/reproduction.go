@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chaoslab/chaoslab/reports"
+)
+
+func reproductionCmd() *cobra.Command {
+	var keep, write, nextSeed string
+	cmd := &cobra.Command{
+		Use:   "reproduction [DIR...]",
+		Short: "Count how often each scenario reproduced, from kept runs, and write the table",
+		Long: `Add the runs found under each DIR (every report.json of a harness run, e.g.
+the folders 'chaoslab run --repeat' wrote) to the kept runs (--keep, one JSON
+line a run: scenario, placement, seed, verdict, every judged figure), then
+write the reproduction table (--write): per scenario, size and placement, the
+runs, how many reproduced with a 95% Wilson interval, and per hypothesis and
+comparison the smallest, median and largest figure and factor from its
+threshold, deciding figures within 2x flagged. Runs already kept are not
+added twice, so runs of several sessions add up; runs of an earlier text of a
+scenario stay kept and are not counted. scripts/reproduce.sh runs the seeds
+and calls this.
+
+--next-seed SCENARIO:PLACEMENT prints the seed after the largest kept one
+(1 when none) and writes nothing.
+
+Exit status: 0 when the table was written, 2 for an input error.`,
+		Example: `  chaoslab reproduction out/reproduce
+  chaoslab reproduction --next-seed il-0587-zk-treecache-reconnect-storm:local`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kept, err := reports.ReadKept(keep)
+			if err != nil {
+				return errInput(err)
+			}
+			if nextSeed != "" {
+				return printNextSeed(cmd, kept, nextSeed)
+			}
+			more, err := reports.FindRuns(args...)
+			if err != nil {
+				return errInput(err)
+			}
+			n := len(kept)
+			kept = reports.MergeKept(kept, more)
+			if err := reports.WriteKept(keep, kept); err != nil {
+				return err
+			}
+			md := reports.RatesMarkdown(reports.Rates(kept), keep, time.Now())
+			if write == "-" {
+				_, err = fmt.Fprint(cmd.OutOrStdout(), md)
+				return err
+			}
+			if err := os.WriteFile(write, []byte(md), 0o644); err != nil {
+				return fmt.Errorf("write table: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d runs kept (%d new) in %s; table in %s\n", len(kept), len(kept)-n, keep, write)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keep, "keep", "docs/reproduction/runs.jsonl", "the kept runs (created when missing)")
+	cmd.Flags().StringVar(&write, "write", "docs/reproduction.md", "where the table goes (-: standard output)")
+	cmd.Flags().StringVar(&nextSeed, "next-seed", "", "print the seed after the largest kept for SCENARIO:PLACEMENT, and stop")
+	return cmd
+}
+
+func printNextSeed(cmd *cobra.Command, kept []reports.KeptRun, what string) error {
+	id, placement, ok := strings.Cut(what, ":")
+	if !ok || id == "" || placement == "" {
+		return errInput(fmt.Errorf("--next-seed %q: want SCENARIO:PLACEMENT, e.g. il-0587-zk-treecache-reconnect-storm:local", what))
+	}
+	next := int64(1)
+	for _, k := range kept {
+		if k.Scenario == id && k.Placement == placement && k.Seed >= next {
+			next = k.Seed + 1
+		}
+	}
+	_, err := fmt.Fprintln(cmd.OutOrStdout(), next)
+	return err
+}

@@ -1,0 +1,81 @@
+package reports
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/verdict"
+)
+
+// Runs written by two sessions add up in the kept file; a run of an
+// earlier text of the scenario is kept but not counted; the table gives
+// k of n with its Wilson interval and each figure's spread.
+func TestReproductionKeepsAndCounts(t *testing.T) {
+	root := t.TempDir()
+	for i, seed := range []int64{1, 2, 3} {
+		r := testReport(t)
+		r.RunID, r.Seed = r.RunID+string(rune('a'+i)), seed
+		r.StartedAt = r.StartedAt.Add(time.Duration(i) * time.Hour)
+		r.EndedAt = r.StartedAt.Add(3 * time.Minute)
+		if seed == 3 { // the third run did not reproduce
+			r.Variants[1].Verdict, r.Verdict, r.ExpectationMet = verdict.Violated, verdict.Violated, false
+			r.Reason = "mitigated: violated"
+		}
+		require.NoError(t, Write(r, filepath.Join(root, "session-1", r.RunID)))
+	}
+	found, err := FindRuns(root)
+	require.NoError(t, err)
+	require.Len(t, found, 3)
+
+	keep := filepath.Join(t.TempDir(), "runs.jsonl")
+	require.NoError(t, WriteKept(keep, MergeKept(nil, found[:2])))
+	kept, err := ReadKept(keep)
+	require.NoError(t, err)
+	kept = MergeKept(kept, found) // a second session: two already kept
+	require.Len(t, kept, 3)
+
+	old := kept[0]
+	old.RunID, old.Digest, old.StartedAt = "older", "000000000000", old.StartedAt.Add(-24*time.Hour)
+	groups := Rates(MergeKept(kept, []KeptRun{old}))
+	require.Len(t, groups, 1)
+	g := groups[0]
+	require.Equal(t, "docker", g.Placement)
+	require.Equal(t, 1, g.Stale)
+	require.Len(t, g.Runs, 3)
+	require.Equal(t, 2, g.Reproduced)
+	lo, hi := Wilson(2, 3)
+	require.Equal(t, lo, g.Low)
+	require.Equal(t, hi, g.High)
+	require.NotEmpty(t, g.Figures)
+	for _, f := range g.Figures {
+		require.Equal(t, 3, f.Runs, f.Check)
+		require.Len(t, f.Observed, 3, f.Check)
+	}
+
+	md := RatesMarkdown(groups, keep, time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
+	require.Contains(t, md, "| 2 of 3 | 21%-94% |")
+	require.Contains(t, md, "seed 3 (run")
+	require.Contains(t, md, "1 runs of an earlier text")
+	require.Contains(t, md, "3m0s")
+	out := filepath.Join(t.TempDir(), "reproduction.md")
+	require.NoError(t, os.WriteFile(out, []byte(md), 0o644))
+}
+
+// A deciding figure within 2x of its threshold is flagged; one that held
+// in a variant expected to break decides nothing and is not.
+func TestReproductionFlagsCloseFigures(t *testing.T) {
+	run := func(id string, obs float64, expect verdict.Verdict, held bool) KeptRun {
+		return KeptRun{RunID: id, Scenario: "s", Placement: "local", Digest: "d", Figures: []KeptFigure{
+			{Variant: "v", Expect: expect, Check: "peak", Op: "<=", Threshold: 10, Observed: verdict.Float(obs), Held: held}}}
+	}
+	g := Rates([]KeptRun{run("a", 2, verdict.Held, true), run("b", 6, verdict.Held, true)})[0]
+	require.True(t, g.Figures[0].Close(CloseFactor), "6 against at most 10 is 1.7x")
+	require.InDelta(t, 10.0/6, g.Figures[0].SmallestDeciding, 1e-9)
+	g = Rates([]KeptRun{run("a", 9, verdict.Violated, true), run("b", 40, verdict.Violated, false)})[0]
+	require.False(t, g.Figures[0].Close(CloseFactor), "the held 9 decides nothing; the broken 40 is 4x past")
+	require.Contains(t, RatesMarkdown([]*RateGroup{g}, "k", time.Now()), "| none |")
+}
