@@ -476,6 +476,9 @@ func paren(s string) string {
 // sim report's incident table does: through an IncidentRow.
 func newEvidenceRow(e EvidenceRow) evidenceRow {
 	row := evidenceRow{Incident: strings.TrimSpace(e.Incident), Metric: e.Metric, Published: orDash(e.Published), Variant: orDash(e.Variant), Band: "—", Result: "not judged"}
+	if e.Above != "" {
+		row.Variant += ", and above " + e.Above
+	}
 	if e.Low == nil || e.High == nil {
 		if e.Published == "" {
 			row.Result = "no figure"

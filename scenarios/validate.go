@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -353,5 +354,10 @@ func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.
 		p := fmt.Sprintf("evidence[%d]", i)
 		need(e.Incident != "", p+".incident", "required")
 		metric(p, e.Metric)
+		for _, f := range []struct{ field, name string }{{"variant", e.Variant}, {"above", e.Above}} {
+			_, ok := s.Variants[f.name]
+			need(f.name == "" || ok, p+"."+f.field, "no variant %q (variants: %s)", f.name, strings.Join(slices.Sorted(maps.Keys(s.Variants)), ", "))
+		}
+		need(e.Above == "" || (e.Variant != "" && e.Above != e.Variant), p+".above", "names the variant %q's figure must exceed: set variant to another one", e.Above)
 	}
 }

@@ -70,6 +70,10 @@ type Evidence struct {
 	Variant string   `yaml:"variant,omitempty" json:"variant,omitempty"`
 	Low     *float64 `yaml:"low,omitempty" json:"low,omitempty"`
 	High    *float64 `yaml:"high,omitempty" json:"high,omitempty"`
+	// Above names another variant whose measurement Variant's must also
+	// exceed for the row to agree (the write-up's effect is the
+	// incident's, not the lab's: more reconnects than the mitigated run).
+	Above string `yaml:"above,omitempty" json:"above,omitempty"`
 }
 
 // Spec is everything a run is judged by.
@@ -98,6 +102,8 @@ type EvidenceRow struct {
 	Variant string `json:"variant,omitempty"`
 	Low     *Float `json:"low,omitempty"`
 	High    *Float `json:"high,omitempty"`
+	// Above is the variant whose measurement Variant's must exceed too.
+	Above   string `json:"above,omitempty"`
 	Matches *bool  `json:"matches,omitempty"`
 }
 
@@ -176,7 +182,7 @@ func Judge(in []VariantInput, spec Spec) Judgement {
 // whether the named variant's agrees with the write-up's figure.
 func judgeEvidence(e Evidence, byVariant map[string]map[string]float64) EvidenceRow {
 	row := EvidenceRow{Incident: e.Incident, Metric: e.Metric, Observed: map[string]Float{},
-		Published: e.Published, Number: e.Number, Variant: e.Variant}
+		Published: e.Published, Number: e.Number, Variant: e.Variant, Above: e.Above}
 	for name, m := range byVariant {
 		if x, ok := m[e.Metric]; ok {
 			row.Observed[name] = Float(x)
@@ -196,6 +202,13 @@ func judgeEvidence(e Evidence, byVariant map[string]map[string]float64) Evidence
 	row.Low, row.High = &l, &h
 	if x, ok := row.Observed[e.Variant]; ok && !math.IsNaN(float64(x)) {
 		m := float64(x) >= lo && float64(x) <= hi
+		if e.Above != "" {
+			y, ok := row.Observed[e.Above]
+			if !ok || math.IsNaN(float64(y)) {
+				return row // the other variant was not measured (or not run)
+			}
+			m = m && x > y
+		}
 		row.Matches = &m
 	}
 	return row

@@ -588,3 +588,17 @@ func TestNearMissAtBest(t *testing.T) {
 	checks, _, _ = Hypotheses(h, map[string]float64{"m": 0.99})
 	require.True(t, checks[0].Near(), "99%% against at least 95%%")
 }
+
+// A row that says the incident's effect must exceed the mitigated run's
+// agrees only when it does, whatever its band says.
+func TestEvidenceAbove(t *testing.T) {
+	one := 1.0
+	e := Evidence{Incident: "clients lost their connections", Metric: "reconnects", Variant: "vulnerable", Low: &one, Above: "mitigated"}
+	row := judgeEvidence(e, map[string]map[string]float64{"vulnerable": {"reconnects": 33}, "mitigated": {"reconnects": 36}})
+	require.NotNil(t, row.Matches)
+	require.False(t, *row.Matches, "33 is in the band but below the mitigated run's 36")
+	row = judgeEvidence(e, map[string]map[string]float64{"vulnerable": {"reconnects": 40}, "mitigated": {"reconnects": 36}})
+	require.True(t, *row.Matches)
+	row = judgeEvidence(e, map[string]map[string]float64{"vulnerable": {"reconnects": 40}})
+	require.Nil(t, row.Matches, "the mitigated variant was not run: not judged")
+}
