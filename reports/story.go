@@ -118,6 +118,8 @@ func comparisonStory(c verdict.Check) string {
 	switch {
 	case c.Missing:
 		return fmt.Sprintf("The comparison %s could not be made (a figure is missing).", c.ID)
+	case c.Neither:
+		return fmt.Sprintf("The comparison %s failed: neither variant's figure was ever reached (%s: never in both), so neither is a multiple of the other.", c.ID, c.Metric)
 	case c.Held:
 		return fmt.Sprintf("The comparison %s held: the ratio was %s.", c.ID, figureWords(c, true, ""))
 	}

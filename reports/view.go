@@ -326,6 +326,8 @@ func newCheckRow(c verdict.Check, docs map[string]string) checkRow {
 		row.Result, row.Class, row.Observed = "not judged", "", "not reported by this client"
 	case c.Missing:
 		row.Result, row.Class, row.Observed = "not measured", "warn", "not measured"
+	case c.Neither:
+		row.Result, row.Class, row.Observed = "failed: neither reached", "bad", "never / never"
 	case c.Held:
 		row.Result, row.Class = "held", "good"
 	default:

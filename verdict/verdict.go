@@ -53,6 +53,11 @@ type Check struct {
 	Held     bool `json:"held"`
 	// Best is the best value the metric can take (Hypothesis.Best).
 	Best *Float `json:"best,omitempty"`
+	// Neither: a comparison both of whose figures were never reached
+	// (neither fleet recovered). Both were measured; there is no ratio, and
+	// the comparison fails, since it claims one figure is a multiple of
+	// the other.
+	Neither bool `json:"neither,omitempty"`
 }
 
 // String is a one-line human form: "peak 4200 <= 500: violated".
@@ -63,6 +68,8 @@ func (c Check) String() string {
 		state = "not reported (optional)"
 	case c.Missing:
 		state = "not measured"
+	case c.Neither:
+		return fmt.Sprintf("%s: %s: neither variant's figure was ever reached (both never), want a ratio %s %s: failed", c.ID, c.Metric, c.Op, FormatValue(c.Threshold))
 	case !c.Held:
 		state = "violated"
 	}
@@ -133,6 +140,10 @@ func JudgeComparison(c Comparison, byVariant map[string]map[string]float64) Chec
 		out.Observed = Float(math.NaN())
 		return out
 	}
+	if math.IsInf(n, 1) && math.IsInf(d, 1) { // e.g. neither fleet recovered
+		out.Observed, out.Neither = Float(math.NaN()), true
+		return out
+	}
 	var r float64
 	switch {
 	case d == 0 && n == 0:
@@ -142,11 +153,6 @@ func JudgeComparison(c Comparison, byVariant map[string]map[string]float64) Chec
 		r = n
 	default:
 		r = n / d
-	}
-	if math.IsNaN(r) { // +Inf/+Inf: no ratio to judge
-		out.Missing = true
-		out.Observed = Float(r)
-		return out
 	}
 	out.Observed = Float(r)
 	out.Held = Compare(r, c.Op, c.Threshold)

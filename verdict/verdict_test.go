@@ -602,3 +602,17 @@ func TestEvidenceAbove(t *testing.T) {
 	row = judgeEvidence(e, map[string]map[string]float64{"vulnerable": {"reconnects": 40}})
 	require.Nil(t, row.Matches, "the mitigated variant was not run: not judged")
 }
+
+// Two figures both never reached (neither fleet recovered) were measured:
+// the comparison is judged, and fails, in words; it is not "not measured".
+func TestComparisonNeitherReached(t *testing.T) {
+	c := JudgeComparison(outstanding10x(), byVariant(posInf, posInf))
+	assert.True(t, c.Neither)
+	assert.False(t, c.Missing)
+	assert.False(t, c.Held)
+	assert.Contains(t, c.String(), "neither variant's figure was ever reached")
+	assert.NotContains(t, c.String(), "not measured")
+	v, reason := Scenario([]Outcome{held("vulnerable", "x"), held("mitigated", "y")}, []Check{c})
+	assert.Equal(t, Inconclusive, v)
+	assert.Contains(t, reason, "neither")
+}
