@@ -51,7 +51,7 @@ type Report struct {
 	// time_above, ...): reports chart the deciding metric's series first,
 	// with its threshold, and give figures with their units.
 	MetricSources map[string]MetricSource `json:"metric_sources,omitempty"`
-	Variants   []*VariantResult  `json:"variants"`
+	Variants      []*VariantResult        `json:"variants"`
 	// Comparisons across variants (e.g. vulnerable peak >= 10x mitigated).
 	Comparisons []verdict.Check `json:"comparisons,omitempty"`
 	// Evidence rows: what the incident says next to what each variant measured.

@@ -84,7 +84,7 @@ type chartRow struct {
 	// Deciding names the hypothesis whose series this row is (the first
 	// row), and BoundLabel its threshold line.
 	Deciding, BoundLabel string
-	MarkLabel  string       // what a cross is, for the legend
+	MarkLabel            string // what a cross is, for the legend
 }
 
 type chartCell struct {
