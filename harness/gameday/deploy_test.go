@@ -58,7 +58,7 @@ type promConfig struct {
 
 // TestDeployPrometheusConfig: the shipped Prometheus config scrapes the
 // route chaoslab serves, on loopback, at the dashboard's default port and
-// at the run's address the README gives; promtool accepts it.
+// at the run's address docs/gameday.md gives; promtool accepts it.
 func TestDeployPrometheusConfig(t *testing.T) {
 	path := repo("deploy", "prometheus", "prometheus.yml")
 	var c promConfig
@@ -67,7 +67,7 @@ func TestDeployPrometheusConfig(t *testing.T) {
 	job := c.ScrapeConfigs[0]
 	require.Equal(t, "chaoslab", job.JobName, "the dashboard's queries select job=\"chaoslab\"")
 	require.Equal(t, gameday.MetricsPath, job.MetricsPath)
-	readme, err := os.ReadFile(repo("README.md"))
+	readme, err := os.ReadFile(repo("docs", "gameday.md"))
 	require.NoError(t, err)
 	var targets []string
 	for _, sc := range job.StaticConfigs {
@@ -79,7 +79,7 @@ func TestDeployPrometheusConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "127.0.0.1", host, "chaoslab listens on loopback only")
 		if port != fmt.Sprint(gameday.DefaultPort) {
-			require.True(t, strings.Contains(string(readme), "--metrics-addr "+tg), "the README gives the run's address Prometheus scrapes, %s", tg)
+			require.True(t, strings.Contains(string(readme), "--metrics-addr "+tg), "docs/gameday.md gives the run's address Prometheus scrapes, %s", tg)
 		}
 	}
 	if _, err := exec.LookPath("promtool"); err == nil || os.Getenv("CI") == "true" {

@@ -53,7 +53,7 @@ type Settings struct {
 	FreshWithin lab.Duration `yaml:"fresh_within" json:"fresh_within"`
 	// Program, when set, is a user's mirror client run in place of
 	// chaoslab's own (the client settings above then only describe the
-	// built-in one); see "Bring your own client" in the README.
+	// built-in one); see docs/bring-your-own-client.md.
 	Program *lab.ClientProgram `yaml:"program,omitempty" json:"program,omitempty"`
 }
 
