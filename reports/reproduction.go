@@ -203,10 +203,11 @@ type FigureSpread struct {
 	Variant, Check, Metric, Op string
 	Threshold                  float64
 	Held, Runs                 int
-	// Deciding: the figure decides its variant (every figure of a
-	// variant expected to hold, the broken ones of a variant expected to
-	// break, every comparison).
+	// Deciding: the figure decided its variant in some run (every figure
+	// of a variant expected to hold, the strongest break of a variant
+	// expected to break, every comparison).
 	Deciding         bool
+	DecidingRuns     int // runs in which it decided
 	Observed         []float64 // sorted
 	Factors          []float64 // sorted; runs without a factor left out
 	NoFactor         int       // runs whose figure has no factor (never, missing, 0)
@@ -255,7 +256,8 @@ func spreads(runs []KeptRun) []FigureSpread {
 	byKey := map[string]*FigureSpread{}
 	var order []string
 	for _, k := range runs {
-		for _, f := range k.Figures {
+		breaks := decidingBreaks(k.Figures)
+		for i, f := range k.Figures {
 			key := f.Variant + "\x00" + f.Check
 			s := byKey[key]
 			if s == nil {
@@ -267,8 +269,11 @@ func spreads(runs []KeptRun) []FigureSpread {
 			if f.Held {
 				s.Held++
 			}
-			deciding := f.Variant == "" || f.Expect != verdict.Violated || !f.Held
+			deciding := f.Variant == "" || f.Expect != verdict.Violated || breaks[i]
 			s.Deciding = s.Deciding || deciding
+			if deciding {
+				s.DecidingRuns++
+			}
 			s.Observed = append(s.Observed, float64(f.Observed))
 			x := f.Factor()
 			if x == 0 {
@@ -287,6 +292,34 @@ func spreads(runs []KeptRun) []FigureSpread {
 		slices.Sort(s.Observed)
 		slices.Sort(s.Factors)
 		out = append(out, *s)
+	}
+	return out
+}
+
+// decidingBreaks marks, in each variant expected to break, the figure
+// that broke it most clearly: a variant breaks when any hypothesis does,
+// so its verdict turns only when its strongest break does. A broken
+// figure with no factor (a count against none allowed, a time never
+// reached) is the strongest; else the largest factor.
+func decidingBreaks(fs []KeptFigure) map[int]bool {
+	best := map[string]int{}
+	score := func(f KeptFigure) float64 {
+		if x := f.Factor(); x > 0 {
+			return x
+		}
+		return math.Inf(1)
+	}
+	for i, f := range fs {
+		if f.Variant == "" || f.Expect != verdict.Violated || f.Held || f.Missing {
+			continue
+		}
+		if j, ok := best[f.Variant]; !ok || score(f) > score(fs[j]) {
+			best[f.Variant] = i
+		}
+	}
+	out := map[int]bool{}
+	for _, i := range best {
+		out[i] = true
 	}
 	return out
 }

@@ -80,7 +80,8 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 			fmt.Fprintf(b, "- seed %d (run %s): %s: %s\n", r.Seed, r.RunID, strings.ToUpper(string(r.Verdict)), r.Reason)
 		}
 	}
-	b.WriteString("\n| variant | figure | want | held | observed: smallest · median · largest | factor from the threshold: smallest · median · largest |\n|---|---|---|---|---|---|\n")
+	b.WriteString("\nA figure decides its variant's verdict when every figure of the variant must hold (a variant expected to hold, a comparison), or when it is the strongest break of a variant expected to break (a variant breaks when any hypothesis does; a count against none allowed or a time never reached is the strongest). Only deciding figures are flagged within 2x.\n\n")
+	b.WriteString("| variant | figure | want | held | decided | observed: smallest · median · largest | factor from the threshold: smallest · median · largest |\n|---|---|---|---|---|---|---|\n")
 	for _, f := range g.Figures {
 		v := f.Variant
 		if v == "" {
@@ -90,8 +91,8 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 		if f.Close(CloseFactor) {
 			flag = " **within 2x**"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s %s | %d of %d | %s | %s%s |\n", v, f.Check, f.Op, verdict.FormatValue(f.Threshold),
-			f.Held, f.Runs, spread(f.Observed, verdict.FormatValue), factorSpread(f), flag)
+		fmt.Fprintf(b, "| %s | %s | %s %s | %d of %d | %d of %d | %s | %s%s |\n", v, f.Check, f.Op, verdict.FormatValue(f.Threshold),
+			f.Held, f.Runs, f.DecidingRuns, f.Runs, spread(f.Observed, verdict.FormatValue), factorSpread(f), flag)
 	}
 }
 

@@ -79,3 +79,17 @@ func TestReproductionFlagsCloseFigures(t *testing.T) {
 	require.False(t, g.Figures[0].Close(CloseFactor), "the held 9 decides nothing; the broken 40 is 4x past")
 	require.Contains(t, RatesMarkdown([]*RateGroup{g}, "k", time.Now()), "| none |")
 }
+
+// A variant expected to break is decided by its strongest break: a weak
+// second break (1.3x) is not flagged while a count against none allowed
+// stands.
+func TestReproductionStrongestBreakDecides(t *testing.T) {
+	figs := []KeptFigure{
+		{Variant: "vulnerable", Expect: verdict.Violated, Check: "no-oom", Op: "==", Threshold: 0, Observed: 12},
+		{Variant: "vulnerable", Expect: verdict.Violated, Check: "fresh", Op: "<=", Threshold: 20, Observed: 26},
+	}
+	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}})[0]
+	require.True(t, g.Figures[0].Deciding)
+	require.False(t, g.Figures[1].Deciding)
+	require.False(t, g.Figures[1].Close(CloseFactor))
+}
