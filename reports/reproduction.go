@@ -207,7 +207,7 @@ type FigureSpread struct {
 	// of a variant expected to hold, the strongest break of a variant
 	// expected to break, every comparison).
 	Deciding         bool
-	DecidingRuns     int // runs in which it decided
+	DecidingRuns     int       // runs in which it decided
 	Observed         []float64 // sorted
 	Factors          []float64 // sorted; runs without a factor left out
 	NoFactor         int       // runs whose figure has no factor (never, missing, 0)
