@@ -75,8 +75,9 @@ func TestIntegration_TreeCacheIsCaught(t *testing.T) {
 	require.Equal(t, verdict.Violated, r.Verdict)
 	v := r.Variants[0]
 	require.Equal(t, verdict.Held, v.Expect)
-	// The deciding figures, from the outside: at least 2x past their
-	// thresholds (0.35 and 150).
+	// The deciding figure, from the outside: at least 2x past its
+	// threshold (0.35); the servers' queues filled (the evidence row's
+	// 150, 2x).
 	require.GreaterOrEqual(t, float64(v.Metrics["clients.requests_per_znode_per_reconnect"]), 0.7)
 	require.GreaterOrEqual(t, float64(v.Metrics["servers.outstanding_requests.max_from_fault"]), 300.0)
 	for _, h := range v.Hypotheses {
@@ -118,12 +119,12 @@ func TestIntegration_PacedHoldsInCI(t *testing.T) {
 		r, err := reports.Load(filepath.Join(filepath.Dir(run.Report), "report.json"))
 		require.NoError(t, err)
 		v := r.Variants[0]
-		// 2x inside the thresholds (0.35 and 150). The requests counted are
+		// 2x inside the thresholds (0.35 and 40). The requests counted are
 		// those beyond the client's steady watch traffic before the fault
 		// (at most 0.024 in 5 runs here; with the steady traffic counted, a
 		// CI runner saw 0.179).
 		require.LessOrEqual(t, float64(v.Metrics["clients.requests_per_znode_per_reconnect"]), 0.175)
-		require.LessOrEqual(t, float64(v.Metrics["clients.server_outstanding.max_from_fault"]), 75.0)
+		require.LessOrEqual(t, float64(v.Metrics["clients.server_outstanding.max_from_fault"]), 20.0)
 		require.Zero(t, float64(v.Metrics["clients.oom_kills"]))
 	}
 	// A JUnit reader takes the file: every case passed.

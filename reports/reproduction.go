@@ -191,8 +191,11 @@ func WriteKept(path string, kept []KeptRun) error {
 type RateGroup struct {
 	Scenario, Size, Placement string
 	Runs                      []KeptRun
-	// Stale counts runs of an earlier text of the scenario, not counted.
+	// Stale counts runs of an earlier text of the scenario, not counted;
+	// Aborted lists runs interrupted before they could be judged (they
+	// measured nothing of the system), not counted either.
 	Stale      int
+	Aborted    []KeptRun
 	Reproduced int
 	Low, High  float64
 	Figures    []FigureSpread
@@ -238,6 +241,10 @@ func Rates(kept []KeptRun) []*RateGroup {
 			}
 			if k.Digest != latest[key].Digest {
 				g.Stale++
+				continue
+			}
+			if k.Verdict == verdict.Aborted {
+				g.Aborted = append(g.Aborted, k)
 				continue
 			}
 			g.Runs = append(g.Runs, k)

@@ -59,7 +59,7 @@ func closeList(fs []FigureSpread) string {
 	var out []string
 	for _, f := range fs {
 		if f.Close(CloseFactor) {
-			out = append(out, fmt.Sprintf("%s %s (%.2gx)", f.Variant, f.Check, f.SmallestDeciding))
+			out = append(out, fmt.Sprintf("%s %s (%s)", f.Variant, f.Check, factorText(f.SmallestDeciding)))
 		}
 	}
 	if len(out) == 0 {
@@ -73,6 +73,9 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 	fmt.Fprintf(b, "<a id=\"%s\"></a>Reproduced in %d of %d runs (95%% interval %.0f%%-%.0f%%); seeds %s; chaoslab %s.", anchor(g), g.Reproduced, len(g.Runs), 100*g.Low, 100*g.High, seedList(g.Runs), commitList(g.Runs))
 	if g.Stale > 0 {
 		fmt.Fprintf(b, " %d runs of an earlier text of the scenario are kept but not counted.", g.Stale)
+	}
+	if len(g.Aborted) > 0 {
+		fmt.Fprintf(b, " %d runs were interrupted before they could be judged (seeds %s) and are not counted.", len(g.Aborted), seedList(g.Aborted))
 	}
 	b.WriteString("\n\n")
 	for _, r := range g.Runs {
@@ -104,7 +107,7 @@ func spread(xs []float64, format func(float64) string) string {
 }
 
 func factorSpread(f FigureSpread) string {
-	s := spread(f.Factors, func(x float64) string { return fmt.Sprintf("%.2gx", x) })
+	s := spread(f.Factors, factorText)
 	if f.NoFactor > 0 {
 		s += fmt.Sprintf(" (%d without a factor: never, missing or 0)", f.NoFactor)
 	}
@@ -133,4 +136,12 @@ func commitList(runs []KeptRun) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// factorText prints a factor with two significant figures: 1.6x, 15x, 1600x.
+func factorText(x float64) string {
+	if x >= 10 {
+		return fmt.Sprintf("%.0fx", x)
+	}
+	return fmt.Sprintf("%.2gx", x)
 }

@@ -93,3 +93,17 @@ func TestReproductionStrongestBreakDecides(t *testing.T) {
 	require.False(t, g.Figures[1].Deciding)
 	require.False(t, g.Figures[1].Close(CloseFactor))
 }
+
+// An interrupted run measured nothing of the system: it is listed, not
+// counted.
+func TestReproductionLeavesOutAborted(t *testing.T) {
+	runs := []KeptRun{
+		{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Reproduced, Met: true},
+		{RunID: "b", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Aborted, Seed: 2},
+	}
+	g := Rates(runs)[0]
+	require.Len(t, g.Runs, 1)
+	require.Equal(t, 1, g.Reproduced)
+	require.Len(t, g.Aborted, 1)
+	require.Contains(t, RatesMarkdown([]*RateGroup{g}, "k", time.Now()), "1 runs were interrupted before they could be judged (seeds 2)")
+}
