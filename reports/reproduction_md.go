@@ -22,6 +22,10 @@ func RatesMarkdown(groups []*RateGroup, kept string, now time.Time) string {
 	fmt.Fprintf(&b, "How often each seed scenario reproduces its incident, per placement, measured by replaying it at the size named (`scripts/reproduce.sh`). A run counts as reproduced when every variant reached its expected verdict and every comparison held. Each run is kept as one line of `%s`, so runs of several sessions add up; runs of an earlier text of a scenario are not counted with the current one. Written %s.\n\n", kept, now.UTC().Format("2006-01-02 15:04 UTC"))
 	b.WriteString("| scenario | placement | size | reproduced | 95% Wilson interval | wall time per run (median) | deciding figures within 2x of their threshold |\n|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
+		if len(g.Runs) == 0 {
+			fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | no run counted yet | - | - | - |\n", g.Scenario, anchor(g), g.Placement, sizeName(g.Size))
+			continue
+		}
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %d of %d | %.0f%%-%.0f%% | %s | %s |\n", g.Scenario, anchor(g), g.Placement, sizeName(g.Size),
 			g.Reproduced, len(g.Runs), 100*g.Low, 100*g.High, wallMedian(g.Runs), closeList(g.Figures))
 	}
@@ -70,14 +74,23 @@ func closeList(fs []FigureSpread) string {
 
 func groupMarkdown(b *strings.Builder, g *RateGroup) {
 	fmt.Fprintf(b, "\n## %s on %s, %s\n\n", g.Scenario, g.Placement, sizeName(g.Size))
-	fmt.Fprintf(b, "<a id=\"%s\"></a>Reproduced in %d of %d runs (95%% interval %.0f%%-%.0f%%); seeds %s; chaoslab %s.", anchor(g), g.Reproduced, len(g.Runs), 100*g.Low, 100*g.High, seedList(g.Runs), commitList(g.Runs))
+	fmt.Fprintf(b, "<a id=\"%s\"></a>", anchor(g))
+	if len(g.Runs) > 0 {
+		fmt.Fprintf(b, "Reproduced in %d of %d runs (95%% interval %.0f%%-%.0f%%); seeds %s; chaoslab %s.", g.Reproduced, len(g.Runs), 100*g.Low, 100*g.High, seedList(g.Runs), commitList(g.Runs))
+	} else {
+		b.WriteString("No run of the scenario's current text counted yet.")
+	}
 	if g.Stale > 0 {
 		fmt.Fprintf(b, " %d runs of an earlier text of the scenario are kept but not counted.", g.Stale)
 	}
 	if len(g.Aborted) > 0 {
 		fmt.Fprintf(b, " %d runs were interrupted before they could be judged (seeds %s) and are not counted.", len(g.Aborted), seedList(g.Aborted))
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if len(g.Runs) == 0 {
+		return
+	}
+	b.WriteString("\n")
 	for _, r := range g.Runs {
 		if !(r.Verdict == verdict.Reproduced && r.Met) {
 			fmt.Fprintf(b, "- seed %d (run %s): %s: %s\n", r.Seed, r.RunID, strings.ToUpper(string(r.Verdict)), r.Reason)
