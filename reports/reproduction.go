@@ -53,6 +53,14 @@ type KeptFigure struct {
 	Observed  verdict.Float   `json:"observed"`
 	Missing   bool            `json:"missing,omitempty"`
 	Held      bool            `json:"held"`
+	// Best is the best value the metric can take (a share's 1): a figure
+	// held there is no near miss, however near its bound.
+	Best *verdict.Float `json:"best,omitempty"`
+}
+
+// atBest says whether the figure held at the best value its metric can take.
+func (f KeptFigure) atBest() bool {
+	return f.Held && f.Best != nil && f.Observed == *f.Best
 }
 
 // Factor is how far the figure lay from its threshold (>= 1; 0 when no
@@ -91,7 +99,7 @@ func Keep(r *Report) KeptRun {
 
 func keptFigure(variant string, expect verdict.Verdict, c verdict.Check) KeptFigure {
 	return KeptFigure{Variant: variant, Expect: expect, Check: c.ID, Metric: c.Metric, Op: c.Op,
-		Threshold: c.Threshold, Observed: c.Observed, Missing: c.Missing, Held: c.Held}
+		Threshold: c.Threshold, Observed: c.Observed, Missing: c.Missing, Held: c.Held, Best: c.Best}
 }
 
 // FindRuns loads every run record (report.json of a harness run) under
@@ -288,7 +296,7 @@ func spreads(runs []KeptRun) []FigureSpread {
 				continue
 			}
 			s.Factors = append(s.Factors, x)
-			if deciding && (s.SmallestDeciding == 0 || x < s.SmallestDeciding) {
+			if deciding && !f.atBest() && (s.SmallestDeciding == 0 || x < s.SmallestDeciding) {
 				s.SmallestDeciding = x
 			}
 		}

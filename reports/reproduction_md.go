@@ -63,7 +63,11 @@ func closeList(fs []FigureSpread) string {
 	var out []string
 	for _, f := range fs {
 		if f.Close(CloseFactor) {
-			out = append(out, fmt.Sprintf("%s %s (%s)", f.Variant, f.Check, factorText(f.SmallestDeciding)))
+			v := f.Variant
+			if v == "" {
+				v = "comparison"
+			}
+			out = append(out, fmt.Sprintf("%s %s (%s)", v, f.Check, factorText(f.SmallestDeciding)))
 		}
 	}
 	if len(out) == 0 {

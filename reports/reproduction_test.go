@@ -107,3 +107,12 @@ func TestReproductionLeavesOutAborted(t *testing.T) {
 	require.Len(t, g.Aborted, 1)
 	require.Contains(t, RatesMarkdown([]*RateGroup{g}, "k", time.Now()), "1 runs were interrupted before they could be judged (seeds 2)")
 }
+
+// A share held at 1 against at least 0.95 could not have done better: it
+// is not flagged, however near its bound.
+func TestReproductionBestIsNotClose(t *testing.T) {
+	one := verdict.Float(1)
+	figs := []KeptFigure{{Variant: "mitigated", Expect: verdict.Held, Check: "routes", Op: ">=", Threshold: 0.95, Observed: 1, Held: true, Best: &one}}
+	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}})[0]
+	require.False(t, g.Figures[0].Close(CloseFactor))
+}
