@@ -40,15 +40,7 @@ func decidingFigure(r *Report) (decider, bool) {
 	if len(held) == 0 {
 		return decider{}, false
 	}
-	closest := held[0]
-	for _, c := range held[1:] {
-		f, ok := c.Margin()
-		g, gok := closest.Margin()
-		if ok && (!gok || f < g) {
-			closest = c
-		}
-	}
-	return deciderOf(r, closest), true
+	return deciderOf(r, closestHeld(held)), true
 }
 
 func deciderOf(r *Report, c verdict.Check) decider {

@@ -156,9 +156,4 @@ func commitList(runs []KeptRun) string {
 }
 
 // factorText prints a factor with two significant figures: 1.6x, 15x, 1600x.
-func factorText(x float64) string {
-	if x >= 10 {
-		return fmt.Sprintf("%.0fx", x)
-	}
-	return fmt.Sprintf("%.2gx", x)
-}
+func factorText(x float64) string { return verdict.FormatFactor(x) + "x" }

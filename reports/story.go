@@ -68,14 +68,7 @@ func variantStory(v *VariantResult, units map[string]MetricSource) string {
 	case len(held) == 0:
 		return fmt.Sprintf("%s has no hypothesis to judge.", name)
 	}
-	closest := held[0]
-	for _, c := range held[1:] {
-		if f, ok := c.Margin(); ok {
-			if g, gok := closest.Margin(); !gok || f < g {
-				closest = c
-			}
-		}
-	}
+	closest := closestHeld(held)
 	s := fmt.Sprintf("%s held all %d hypotheses", name, len(held))
 	if _, ok := closest.Margin(); ok {
 		s += fmt.Sprintf("; the closest was %s", checkFigure(closest, unitOf(units, closest)))
@@ -233,4 +226,18 @@ func withUnit(v float64, unit string) string {
 		return s
 	}
 	return s + " " + unit
+}
+
+// closestHeld is the held check nearest its threshold (the first, when
+// none has a factor); held is not empty.
+func closestHeld(held []verdict.Check) verdict.Check {
+	closest := held[0]
+	for _, c := range held[1:] {
+		f, ok := c.Margin()
+		g, gok := closest.Margin()
+		if ok && (!gok || f < g) {
+			closest = c
+		}
+	}
+	return closest
 }

@@ -50,13 +50,13 @@ func (c Check) MarginText() string {
 	case obs == math.Abs(c.Threshold):
 		return "on the threshold"
 	case obs > math.Abs(c.Threshold):
-		return fmt.Sprintf("%sx over the threshold", formatFactor(f))
+		return fmt.Sprintf("%sx over the threshold", FormatFactor(f))
 	}
-	return fmt.Sprintf("%sx under the threshold", formatFactor(f))
+	return fmt.Sprintf("%sx under the threshold", FormatFactor(f))
 }
 
-// formatFactor prints a factor with two significant figures: 1.1, 3.5, 18.
-func formatFactor(f float64) string {
+// FormatFactor prints a factor with two significant figures: 1.1, 3.5, 18.
+func FormatFactor(f float64) string {
 	if f >= 10 {
 		return fmt.Sprintf("%.0f", f)
 	}
