@@ -16,33 +16,36 @@ var (
 
 func TestParseSelector(t *testing.T) {
 	for in, want := range map[string]Selector{
-		"leader":       {Raw: "leader", Group: "leader", Count: 1},
-		"follower":     {Raw: "follower", Group: "follower", Count: 1},
-		"followers":    {Raw: "followers", Group: "follower", All: true},
-		"followers:2":  {Raw: "followers:2", Group: "follower", Count: 2},
-		"members:50%":  {Raw: "members:50%", Group: "member", Percent: 50},
-		"any":          {Raw: "any", Group: "any", Count: 1},
-		"member:zk2":   {Raw: "member:zk2", Group: "member", Member: "zk2", Count: 1},
-		"clients":      {Raw: "clients", Group: "clients", All: true},
-		"clients:3":    {Raw: "clients:3", Group: "clients", Count: 3},
-		"clients:all":  {Raw: "clients:all", Group: "clients", All: true},
-		"server":       {Raw: "server", Group: "server", Count: 1},
-		"observers:1":  {Raw: "observers:1", Group: "observer", Count: 1},
-		"leaders:all":  {Raw: "leaders:all", Group: "leader", All: true},
-		"follower:all": {Raw: "follower:all", Group: "follower", All: true},
+		"leader":              {Raw: "leader", Group: "leader", Count: 1},
+		"follower":            {Raw: "follower", Group: "follower", Count: 1},
+		"followers":           {Raw: "followers", Group: "follower", All: true},
+		"followers:2":         {Raw: "followers:2", Group: "follower", Count: 2},
+		"members:50%":         {Raw: "members:50%", Group: "member", Percent: 50},
+		"any":                 {Raw: "any", Group: "any", Count: 1},
+		"member:zk2":          {Raw: "member:zk2", Group: "member", Member: "zk2", Count: 1},
+		"clients":             {Raw: "clients", Group: "clients", All: true},
+		"clients:3":           {Raw: "clients:3", Group: "clients", Count: 3},
+		"clients:all":         {Raw: "clients:all", Group: "clients", All: true},
+		"server":              {Raw: "server", Group: "server", Count: 1},
+		"observers:1":         {Raw: "observers:1", Group: "observer", Count: 1},
+		"leaders:all":         {Raw: "leaders:all", Group: "leader", All: true},
+		"follower:all":        {Raw: "follower:all", Group: "follower", All: true},
+		"follower:untouched":  {Raw: "follower:untouched", Group: "follower", Count: 1, Untouched: true},
+		"followers:untouched": {Raw: "followers:untouched", Group: "follower", All: true, Untouched: true},
 	} {
 		got, err := ParseSelector(in, roles, groups)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
 	for in, msg := range map[string]string{
-		"president":      `unknown target "president"`,
-		"followers:0":    "want a count of at least 1",
-		"followers:150%": "want a share above 0% and at most 100%",
-		"followers:some": "want a count of at least 1",
-		"member:":        "member: wants a name",
-		"agents":         `unknown target "agents"`, // not a role of this system
-		"fleet":          `unknown target "fleet"`,  // not a group of this workload
+		"president":         `unknown target "president"`,
+		"followers:0":       "want a count of at least 1",
+		"followers:150%":    "want a share above 0% and at most 100%",
+		"followers:some":    "want a count of at least 1",
+		"member:":           "member: wants a name",
+		"agents":            `unknown target "agents"`, // not a role of this system
+		"fleet":             `unknown target "fleet"`,  // not a group of this workload
+		"clients:untouched": "only a role takes untouched",
 	} {
 		_, err := ParseSelector(in, roles, groups)
 		require.ErrorContains(t, err, msg, in)
@@ -93,6 +96,19 @@ func TestSelectorResolve(t *testing.T) {
 	require.Equal(t, []string{"zk3"}, pick("member:zk3", 1))
 	require.Equal(t, []string{"zk2"}, pick("member:2", 1))
 	require.Equal(t, pick("follower", 7), pick("follower", 7), "the same seed picks the same member")
+
+	// A rolling procedure: each step takes a follower no earlier step took.
+	sel, err := ParseSelector("follower:untouched", roles, groups)
+	require.NoError(t, err)
+	sel.Touched = []string{"zk2"}
+	for seed := range uint64(8) {
+		ts, err := sel.Resolve(context.Background(), c, nil, groups, rand.New(rand.NewPCG(seed, 1)))
+		require.NoError(t, err)
+		require.Equal(t, "zk3", ts[0].Name(), "seed %d", seed)
+	}
+	sel.Touched = []string{"zk2", "zk3"}
+	_, err = sel.Resolve(context.Background(), c, nil, groups, rand.New(rand.NewPCG(1, 1)))
+	require.ErrorContains(t, err, "every follower now was targeted by an earlier step")
 }
 
 func pts(vs ...float64) []Point {

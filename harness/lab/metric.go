@@ -286,11 +286,15 @@ func ParseReducer(s string) (r Reducer, isExpr bool, err error) {
 // cluster's leader as the sampler sees it, and its health around faults.
 const (
 	SeriesLeader = "cluster.leader"
+	SeriesQuorum = "cluster.quorum"
 )
 
 // PipelineSeries are the series the runner records for every system.
 func PipelineSeries() []SeriesDef {
-	return []SeriesDef{{Name: SeriesLeader, Title: "A leader answers (1) or none does (0), per sample of the servers", Unit: "0/1"}}
+	return []SeriesDef{
+		{Name: SeriesLeader, Title: "A leader answers (1) or none does (0), per sample of the servers", Unit: "0/1"},
+		{Name: SeriesQuorum, Title: "A majority of the voting members serve (1: they answer as leader or follower) or not (0), per sample of the servers", Unit: "0/1"},
+	}
 }
 
 // PipelineMetrics are the metrics the runner derives for every system.
@@ -298,6 +302,8 @@ func PipelineMetrics() []MetricDef {
 	return []MetricDef{
 		{Name: "cluster.leaderless_s", Unit: "s", Doc: "time no member answered as leader, over the run (the servers' own answers, every sample)",
 			Reducer: &Reducer{Series: SeriesLeader, Reduce: "time_below", Bound: 1}},
+		{Name: "cluster.quorum_lost_s", Unit: "s", Doc: "time fewer than a majority of the voting members served, over the run: a member that syncs its data, is in an election, or is down does not serve (the servers' own answers, every sample; voters are the members seen leading or following)",
+			Reducer: &Reducer{Series: SeriesQuorum, Reduce: "time_below", Bound: 1}},
 		{Name: "cluster.health_failures", Unit: "checks", Doc: "health checks around the faults (before each, after each) that did not find the cluster healthy in time"},
 		{Name: "cluster.healthy_after_fault_s", Unit: "s", Doc: "seconds from the end of the last fault until the cluster was healthy again (+Inf when not within the check's deadline)"},
 	}

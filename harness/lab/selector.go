@@ -20,7 +20,10 @@ import (
 //
 // Any group takes a count after a colon: followers:2, agents:50%,
 // clients:3, clients:all. Several matches are picked at random with the
-// variant's seed.
+// variant's seed. A role takes :untouched instead: one member of that
+// role (followers:untouched: every one) that no earlier fault step of the
+// variant targeted, as a rolling procedure's next step wants (replace a
+// follower, then another).
 type Selector struct {
 	Raw string
 	// Group is a role (singular), or a workload group.
@@ -31,6 +34,10 @@ type Selector struct {
 	Count   int
 	Percent float64
 	All     bool
+	// Untouched leaves out the members named in Touched (set by the
+	// runner: the targets of the variant's earlier fault steps).
+	Untouched bool
+	Touched   []string
 }
 
 // memberGroups are the role groups every system understands.
@@ -69,6 +76,13 @@ func ParseSelector(s string, roles, groups []string) (Selector, error) {
 	if !hasCount {
 		return sel, nil
 	}
+	if count == "untouched" {
+		if group {
+			return sel, fmt.Errorf("%s:untouched: only a role takes untouched, not a workload group", name)
+		}
+		sel.Untouched = true
+		return sel, nil
+	}
 	sel.All, sel.Count = false, 0
 	switch {
 	case count == "all":
@@ -82,7 +96,7 @@ func ParseSelector(s string, roles, groups []string) (Selector, error) {
 	default:
 		n, err := strconv.Atoi(count)
 		if err != nil || n < 1 {
-			return sel, fmt.Errorf("%q: want a count of at least 1, a share (50%%) or all", count)
+			return sel, fmt.Errorf("%q: want a count of at least 1, a share (50%%), all or untouched", count)
 		}
 		sel.Count = n
 	}
@@ -117,6 +131,12 @@ func (s Selector) Resolve(ctx context.Context, c Cluster, w Workload, groups []s
 			return nil, err
 		}
 		cands = ms
+	}
+	if s.Untouched {
+		cands = slices.DeleteFunc(cands, func(t Target) bool { return slices.Contains(s.Touched, t.Name()) })
+		if len(cands) == 0 {
+			return nil, fmt.Errorf("select %s: every %s now was targeted by an earlier step (%s)", s.Raw, s.Group, strings.Join(s.Touched, ", "))
+		}
 	}
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("select %s: no %s now", s.Raw, s.Group)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -136,13 +135,13 @@ func (v *variant) journalSamples(ctx context.Context, smp *sampler) {
 	for _, d := range v.p.sys.Series() {
 		units[d.Name] = d.Unit
 	}
-	next, reported, written := 0, map[[2]string]bool{}, map[[2]string]int{}
+	next, st, written := 0, newRoundState(units), map[[2]string]int{}
 	for {
-		next = v.journalRounds(smp, next, units, reported)
+		next = v.journalRounds(smp, next, st)
 		v.journalWorkload(written)
 		select {
 		case <-ctx.Done():
-			v.journalRounds(smp, next, units, reported)
+			v.journalRounds(smp, next, st)
 			v.journalWorkload(written)
 			return
 		case <-t.C:
@@ -182,46 +181,23 @@ func (v *variant) journalWorkload(written map[[2]string]int) {
 
 // journalRounds writes the rounds from index next on; it returns the
 // index after the last written.
-func (v *variant) journalRounds(smp *sampler, next int, units map[string]string, reported map[[2]string]bool) int {
+func (v *variant) journalRounds(smp *sampler, next int, st *roundState) int {
 	smp.mu.Lock()
 	rounds := append([][]lab.MemberSample(nil), smp.rounds[min(next, len(smp.rounds)):]...)
 	smp.mu.Unlock()
 	if len(rounds) == 0 {
 		return next
 	}
-	v.p.journal.Add(journal.Record{Kind: journal.KindPoints, Variant: v.name, Series: roundSeries(rounds, units, reported)}, true)
+	v.p.journal.Add(journal.Record{Kind: journal.KindPoints, Variant: v.name, Series: roundSeries(rounds, st)}, true)
 	return next + len(rounds)
 }
 
-// roundSeries are sample rounds as series: each member's values (a member
-// that did not answer is a gap in the series it reported before, as in
-// the report) and whether a leader answered.
-func roundSeries(rounds [][]lab.MemberSample, units map[string]string, reported map[[2]string]bool) []lab.Series {
+// roundSeries are sample rounds as series, as the report has them
+// (roundState.add).
+func roundSeries(rounds [][]lab.MemberSample, st *roundState) []lab.Series {
 	var r lab.Result
 	for _, round := range rounds {
-		leader, t := 0.0, math.Inf(1)
-		for _, m := range round {
-			t = math.Min(t, m.T)
-			if m.OK && m.Role == lab.RoleLeader {
-				leader = 1
-			}
-			for name, unit := range units {
-				key := [2]string{name, m.Member}
-				x, ok := m.Values[name]
-				switch {
-				case m.OK && ok:
-					reported[key] = true
-				case !m.OK && reported[key]:
-					x = math.NaN()
-				default:
-					continue
-				}
-				r.Add(name, m.Member, unit, m.T, x)
-			}
-		}
-		if len(round) > 0 {
-			r.Add(lab.SeriesLeader, "cluster", "0/1", t, leader)
-		}
+		st.add(&r, round)
 	}
 	out := make([]lab.Series, len(r.Series))
 	for i, s := range r.Series {

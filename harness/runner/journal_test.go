@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,13 +24,13 @@ import (
 // and whether a leader answered.
 func TestRoundSeries(t *testing.T) {
 	units := map[string]string{"server.outstanding_requests": "requests", "ensemble.leaders": "elections"}
-	reported := map[[2]string]bool{}
+	st := newRoundState(units)
 	rounds := [][]lab.MemberSample{
 		{{T: 1, Member: "zk1", OK: true, Role: lab.RoleLeader, Values: map[string]float64{"server.outstanding_requests": 3}},
 			{T: 1.1, Member: "zk2", OK: false}},
 		{{T: 2, Member: "zk1", OK: false}, {T: 2.1, Member: "zk2", OK: true, Role: "follower", Values: map[string]float64{"server.outstanding_requests": 7}}},
 	}
-	got := roundSeries(rounds, units, reported)
+	got := roundSeries(rounds, st)
 	by := map[[2]string][]lab.Point{}
 	for _, s := range got {
 		by[[2]string{s.Name, s.Source}] = s.Points
@@ -38,11 +39,12 @@ func TestRoundSeries(t *testing.T) {
 	require.True(t, math.IsNaN(float64(by[[2]string{"server.outstanding_requests", "zk1"}][1].V)), "zk1 did not answer: a gap")
 	require.Equal(t, []lab.Point{lab.Pt(2.1, 7)}, by[[2]string{"server.outstanding_requests", "zk2"}], "no gap before zk2 ever answered")
 	require.Equal(t, []lab.Point{lab.Pt(1, 1), lab.Pt(2, 0)}, by[[2]string{lab.SeriesLeader, "cluster"}])
+	require.Equal(t, []lab.Point{lab.Pt(1, 1), lab.Pt(2, 0)}, by[[2]string{lab.SeriesQuorum, "cluster"}], "zk1 alone of the voters zk1 and zk2 (seen so far) is a majority; then zk2 alone is not")
 	_, ok := by[[2]string{"ensemble.leaders", "zk1"}]
 	require.False(t, ok, "no series a member never reported")
 
-	next := roundSeries([][]lab.MemberSample{{{T: 3, Member: "zk2", OK: false}}}, units, reported)
-	require.Len(t, next, 2, "the gap of a later tick still knows what zk2 reported")
+	next := roundSeries([][]lab.MemberSample{{{T: 3, Member: "zk2", OK: false}}}, st)
+	require.Len(t, next, 3, "the gap of a later tick still knows what zk2 reported")
 }
 
 // TestRunSweepsDeadControllers: a run begins by finishing the folders
@@ -79,4 +81,28 @@ func TestRunSweepsDeadControllers(t *testing.T) {
 	require.Equal(t, verdict.Aborted, r.Verdict)
 	_, err = os.Stat(filepath.Join(liveDir, "report.json"))
 	require.ErrorIs(t, err, os.ErrNotExist, "a live controller's folder is left alone")
+}
+
+// TestQuorumSeries: a majority of the voters must serve; a member that
+// answers but does not serve (syncing, in an election) or does not answer
+// counts against it, and an observer neither way.
+func TestQuorumSeries(t *testing.T) {
+	m := func(name, role string) lab.MemberSample {
+		return lab.MemberSample{T: 1, Member: name, OK: role != "down", Role: strings.TrimSuffix(role, "down")}
+	}
+	rounds := [][]lab.MemberSample{
+		{m("zk1", "follower"), m("zk2", "follower"), m("zk3", "leader"), m("zk4", "observer")},
+		{m("zk1", ""), m("zk2", "follower"), m("zk3", "leader"), m("zk4", "observer")},
+		{m("zk1", ""), m("zk2", "down"), m("zk3", "leader"), m("zk4", "observer")},
+		{m("zk1", "follower"), m("zk2", ""), m("zk3", ""), m("zk4", "observer")},
+	}
+	var got []float64
+	for _, s := range roundSeries(rounds, newRoundState(nil)) {
+		if s.Name == lab.SeriesQuorum {
+			for _, p := range s.Points {
+				got = append(got, float64(p.V))
+			}
+		}
+	}
+	require.Equal(t, []float64{1, 1, 0, 0}, got)
 }

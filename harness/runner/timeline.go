@@ -160,6 +160,9 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 	if st := v.vr.Steady; i == 0 && st != nil && ctx.Err() == nil {
 		st.Checked, st.Healthy = true, healthy
 	}
+	for _, fw := range v.vr.Faults {
+		sel.Touched = append(sel.Touched, strings.Split(fw.Member, ",")...)
+	}
 	targets, err := v.targetsFor(ctx, sel, c, w, uint64(100+i))
 	if err != nil {
 		v.env.Event("fault-skipped", step.Target, fmt.Sprintf("%s not injected: %v", step.Fault, err))
