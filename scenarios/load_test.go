@@ -315,6 +315,8 @@ func TestFaultsForVariant(t *testing.T) {
 		{"    timeline:\n      faults: []\n", "variants.mitigated.timeline.faults: want at least one step"},
 		{"    timeline:\n      faults:\n        - params: {gate: deep}\n", "variants.mitigated.timeline.faults[0].step: required"},
 		{"    timeline:\n      warmup: 10s\n      faults:\n        - step: 1\n          params: {gate: deep}\n", "variants.mitigated.timeline.warmup: unknown field"},
+		{"    timeline:\n      faults:\n        - step: 1\n", "variants.mitigated.timeline.faults[0]: changes nothing"},
+		{"    timeline:\n      faults:\n        - step: 1\n          duration: 0s\n", "variants.mitigated.timeline.faults[0].duration: want more than 0s"},
 	} {
 		_, err := scenarios.Parse("steps.yaml", []byte(replaceSteps(t, tc.over)))
 		require.Error(t, err, tc.over)
@@ -354,6 +356,16 @@ func TestRunLength(t *testing.T) {
 		last = max(last, f.At.D()+f.Duration.D())
 	}
 	require.Equal(t, b.Timeline.Warmup.D()+last+b.Timeline.Observe.D(), b.RunLength())
+
+	// A variant whose steps wait for a deep gate plans them longer; a step
+	// starts when the one before it has ended (IL-0277).
+	text = replaceSteps(t, "    timeline:\n      faults:\n        - step: 1\n          duration: 50s\n")
+	s, err = scenarios.Parse("steps.yaml", []byte(text))
+	require.NoError(t, err)
+	require.Equal(t, 70*time.Second, s.RunLengthFor("vulnerable"), "30s warm-up + 5s + 5s + 30s observe")
+	require.Equal(t, 115*time.Second, s.RunLengthFor("mitigated"), "30s warm-up + 50s, then 5s + 30s observe")
+	require.Equal(t, 115*time.Second, s.RunLength(), "the longest variant")
+	require.Equal(t, "1m10s to 1m55s", s.LengthText())
 }
 
 func TestParseSmall(t *testing.T) {

@@ -11,6 +11,7 @@ package scenarios
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -137,7 +138,12 @@ type StepOverride struct {
 	// timeline.faults, 2 for the second...
 	Step int `yaml:"step" json:"step" jsonschema:"required,minimum=1"`
 	// Params override the step's parameters: mappings merge key by key.
-	Params yaml.Node `yaml:"params" json:"-" jsonschema:"required"`
+	Params yaml.Node `yaml:"params,omitempty" json:"-"`
+	// Duration replaces how long the step is planned to last in this
+	// variant: a procedure step that waits for its own gate (a deep gate
+	// waits for a snapshot sync) takes longer than one that does not, and
+	// the plan (chaoslab list, the progress line) should say so.
+	Duration *Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 }
 
 // Hypothesis, Comparison and Evidence are the verdict's (a scenario
@@ -217,6 +223,9 @@ func (s *Scenario) FaultsFor(variant string) ([]FaultStep, error) {
 		}
 		st := &steps[o.Step-1]
 		st.Params = *merge(&st.Params, &o.Params)
+		if o.Duration != nil {
+			st.Duration = *o.Duration
+		}
 	}
 	return steps, nil
 }
@@ -266,13 +275,55 @@ func (s *Scenario) VariantNames() []string {
 	return names
 }
 
-// RunLength is a variant's planned length: warm-up, faults, observation.
+// RunLength is the longest variant's planned length: warm-up, faults,
+// observation (RunLengthFor).
 func (s *Scenario) RunLength() time.Duration {
-	var end time.Duration
-	for _, f := range s.Timeline.Faults {
-		end = max(end, f.At.D()+f.Duration.D())
+	_, longest := s.RunLengths()
+	return longest
+}
+
+// RunLengthFor is one variant's planned run: the warm-up, its fault steps
+// one after another (a step starts at its offset from the warm-up's end
+// or when the step before it ends, whichever is later: the runner injects
+// them in turn) and the observation.
+func (s *Scenario) RunLengthFor(variant string) time.Duration {
+	steps, err := s.FaultsFor(variant)
+	if err != nil {
+		steps = s.Timeline.Faults
 	}
-	return s.Timeline.Warmup.D() + end + s.Timeline.Observe.D()
+	return plannedLength(s.Timeline, steps)
+}
+
+// RunLengths are the shortest and the longest planned run of a variant.
+func (s *Scenario) RunLengths() (shortest, longest time.Duration) {
+	if len(s.Variants) == 0 {
+		l := plannedLength(s.Timeline, s.Timeline.Faults)
+		return l, l
+	}
+	shortest = time.Duration(math.MaxInt64)
+	for name := range s.Variants {
+		l := s.RunLengthFor(name)
+		shortest, longest = min(shortest, l), max(longest, l)
+	}
+	return shortest, longest
+}
+
+// LengthText is the planned length of a variant as a person reads it:
+// "1m50s", or "1m50s to 3m40s" when variants differ.
+func (s *Scenario) LengthText() string {
+	shortest, longest := s.RunLengths()
+	if shortest == longest {
+		return longest.String()
+	}
+	return shortest.String() + " to " + longest.String()
+}
+
+func plannedLength(tl Timeline, steps []FaultStep) time.Duration {
+	var end time.Duration
+	for _, f := range steps {
+		end = max(end, f.At.D()) + f.Duration.D()
+	}
+	return tl.Warmup.D() + end + tl.Observe.D()
 }
 
 // MetricNames are every metric the scenario judges or shows.

@@ -252,6 +252,12 @@ func (c *checker) variantTimelines(s *Scenario, root *yaml.Node) {
 				c.add(lookup(root, sp+".step"), sp+".step", "step %d is changed twice: merge the two", o.Step)
 			}
 			seen[o.Step] = true
+			if o.Params.Kind == 0 && o.Duration == nil {
+				c.add(lookup(root, sp), sp, "changes nothing: give params, a duration or both")
+			}
+			if o.Duration != nil && o.Duration.D() <= 0 {
+				c.add(lookup(root, sp+".duration"), sp+".duration", "want more than 0s: how long the step is planned to last in this variant")
+			}
 			base := s.Timeline.Faults[o.Step-1]
 			flt, err := faults.New(base.Fault)
 			if err != nil {

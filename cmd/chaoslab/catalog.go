@@ -78,7 +78,7 @@ func listAll() (listing, error) {
 		return l, err
 	}
 	for _, s := range all {
-		l.Scenarios = append(l.Scenarios, scenarioEntry{s.ID, s.Title, s.Case, s.System, s.Kind(), s.VariantNames(), s.RunLength().String(), s.Source})
+		l.Scenarios = append(l.Scenarios, scenarioEntry{s.ID, s.Title, s.Case, s.System, s.Kind(), s.VariantNames(), s.LengthText(), s.Source})
 	}
 	recs, err := caseRecords()
 	if err != nil {
@@ -173,9 +173,9 @@ func showScenario(out io.Writer, s *scenarios.Scenario, j bool) error {
 			Workload   string              `json:"workload"`
 			PerVariant string              `json:"per_variant"`
 			YAML       string              `json:"yaml"`
-		}{s, s.Kind(), s.RunLength().String(), string(src)})
+		}{s, s.Kind(), s.LengthText(), string(src)})
 	}
-	fmt.Fprintf(out, "# %s (case %s), %s per variant%s\n", s.ID, s.Case, s.RunLength(), sizeLengths(s))
+	fmt.Fprintf(out, "# %s (case %s), %s per variant%s\n", s.ID, s.Case, s.LengthText(), sizeLengths(s))
 	_, err = out.Write(src)
 	return err
 }
@@ -310,7 +310,7 @@ func sizeLengths(s *scenarios.Scenario) string {
 	var b strings.Builder
 	for _, name := range s.SizeNames() {
 		if sz, err := s.Sized(name); err == nil {
-			fmt.Fprintf(&b, "; at size %s: %s per variant, %s (--size %s)", name, sz.RunLength(), strings.Join(sz.DefaultVariants(), ", "), name)
+			fmt.Fprintf(&b, "; at size %s: %s per variant, %s (--size %s)", name, sz.LengthText(), strings.Join(sz.DefaultVariants(), ", "), name)
 		}
 	}
 	return b.String()

@@ -248,7 +248,7 @@ func (p *plan) newVariant(vr *reports.VariantResult, o Options, i int, dir strin
 	v := &variant{p: p, name: name, vr: vr, o: o, index: i, of: len(o.Variants),
 		seed: uint64(o.Seed + int64(i)*7919), dir: filepath.Join(dir, name),
 		runID: variantRunID(p.s.ID, name, time.Now()), log: log.With("variant", name)}
-	v.sched = schedule{length: p.s.RunLength(), warm: p.s.Timeline.Warmup.D(), setup: setupGuess, tail: tailGuess}
+	v.sched = schedule{length: p.s.RunLengthFor(name), warm: p.s.Timeline.Warmup.D(), setup: setupGuess, tail: tailGuess}
 	if p.setup > 0 {
 		v.sched.setup, v.sched.tail = p.setup, p.tail
 	}

@@ -51,7 +51,7 @@ func (v *variant) timeline(ctx context.Context, c lab.Cluster, w lab.Workload, w
 	warm := v.p.s.Timeline.Warmup.D()
 	warmEnd := time.Now()
 	v.tl.WarmEnd = v.env.Clock(warmEnd)
-	runEnd := warmEnd.Add(v.p.s.RunLength() - warm)
+	runEnd := warmEnd.Add(v.p.s.RunLengthFor(v.name) - warm)
 	v.tl.End = v.env.Clock(runEnd)
 	v.sched.update(func(s *schedule) { s.end = runEnd })
 	var errs []error

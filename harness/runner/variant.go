@@ -74,7 +74,7 @@ func (v *variant) run(ctx context.Context) (err error) {
 		t := &v.vr.Timing
 		t.WallS = time.Since(t0).Seconds()
 		t.TeardownS = max(0, t.WallS-t.SetupS-t.TimelineS)
-		t.PlannedS = v.p.s.RunLength().Seconds()
+		t.PlannedS = v.p.s.RunLengthFor(v.name).Seconds()
 	}()
 	v.env = &lab.Env{RunID: v.runID, Dir: v.dir, LogDir: logDir, Seed: v.seed, T0: t0, Site: site, Log: v.log, OnEvent: v.record}
 	v.journalSite(site)
