@@ -20,17 +20,19 @@ const il0277 = "il-0277-zk-rolling-replacement-quorum-loss"
 
 // TestIntegration_ReplayIL0277 replays IL-0277 at its ci size on the
 // local placement: the vulnerable procedure (shallow gates, proceed, an
-// initLimit too short for a snapshot under load) leaves the ensemble
-// without a leader; the mitigated one (deep gates, initLimit sized for
-// the snapshot) keeps one. About 5.5 min: the mitigated deep gates wait
+// initLimit too short for a snapshot under load) replaces the second
+// follower while the first still syncs, leaving the leader the only voter
+// that serves; the mitigated one (deep gates, initLimit sized for the
+// snapshot) keeps a majority serving. About 5.5 min: the mitigated deep gates wait
 // 40-50 s for each of two snapshot syncs at 0.1 cores, and a shorter
 // sync would give the vulnerable ensemble its leader back within the
 // bound (the time without one is about one sync).
 //
 // Release tier until it decides: its deciding figure, the vulnerable
 // time without a leader, sat at 11.8 s and 9.6 s against its bound of
-// 10 s in two runs of the same seed on this machine (issue 30 redesigns
-// it); a figure within 2x of its bound may not gate CI.
+// 10 s in two runs of the same seed on this machine, when the procedure
+// replaced zk1 and zk2 whichever led (issue 30); a figure within 2x of
+// its bound may not gate CI.
 func TestIntegration_ReplayIL0277(t *testing.T) {
 	tier.Release(t, "TestIntegration_GenericFaultsLand (replace and pause on ZooKeeper), TestIntegration_RaiseInitLimitRestartsObserver and TestIntegration_ObserversOnDocker")
 	labtest.SkipUnlessZooKeeper(t)
@@ -65,37 +67,38 @@ func TestIntegration_ReplayIL0277Docker(t *testing.T) {
 }
 
 // assertIL0277 checks a two-variant run: REPRODUCED, with the vulnerable
-// time without a leader 2x past the scenario's bound, the mitigated one at
-// most mitLeaderless with no election, and each procedure's own gates.
-// On docker mitLeaderless is the bound itself (10 s): the sampler's mntr
-// (800 ms deadline, through the engine's published port) goes unanswered
-// for seconds by a leader at 0.1 cores sending a snapshot, and those gaps
-// count as time without a leader (8.1 s in one run whose leader zk3 was
-// never replaced nor re-elected).
-func assertIL0277(t *testing.T, r *reports.Report, mitLeaderless float64) {
+// ensemble's time without a serving majority 2x past majority-serves'
+// bound, the mitigated one at most mitLost, and each procedure's own
+// gates on two different followers. On docker mitLost is larger: the
+// sampler's mntr (800 ms deadline, through the engine's published port)
+// goes unanswered for seconds by a leader at 0.1 cores sending a
+// snapshot, and a member that does not answer does not count as serving.
+func assertIL0277(t *testing.T, r *reports.Report, mitLost float64) {
 	t.Helper()
 	t.Log(reports.Summary(r))
 	vul, mit := r.Variant("vulnerable"), r.Variant("mitigated")
 	require.NotNil(t, vul)
 	require.NotNil(t, mit)
 	for _, v := range []*reports.VariantResult{vul, mit} {
-		t.Logf("FIGURES %s: leaderless_s=%.1f not_synced_shutdowns=%v elections=%v", v.Name,
-			float64(v.Metrics["cluster.leaderless_s"]), v.Metrics["ensemble.not_synced_shutdowns.total"], v.Metrics["ensemble.elections.total"])
+		t.Logf("FIGURES %s: quorum_lost_s=%.1f leaderless_s=%.1f not_synced_shutdowns=%v elections=%v", v.Name,
+			float64(v.Metrics["cluster.quorum_lost_s"]), float64(v.Metrics["cluster.leaderless_s"]),
+			v.Metrics["ensemble.not_synced_shutdowns.total"], v.Metrics["ensemble.elections.total"])
 	}
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
 
-	// The vulnerable ensemble's leader (zk3, the member the procedure
-	// does not replace) shuts down for want of synced followers, and the
-	// ensemble is without a leader for longer than leader-kept's 10 s.
-	require.GreaterOrEqual(t, float64(vul.Metrics["ensemble.not_synced_shutdowns.total"]), 1.0, "vulnerable: the leader lost its quorum")
-	require.Greater(t, float64(vul.Metrics["cluster.leaderless_s"]), 10.0, "vulnerable: past leader-kept")
-	require.LessOrEqual(t, float64(mit.Metrics["cluster.leaderless_s"]), mitLeaderless, "mitigated: time without a leader")
+	// The vulnerable leader, the member the procedure does not replace,
+	// is left the only voter that serves while both followers sync.
+	require.GreaterOrEqual(t, float64(vul.Metrics["cluster.quorum_lost_s"]), 20.0, "vulnerable: 2x past majority-serves' 10 s")
+	require.LessOrEqual(t, float64(mit.Metrics["cluster.quorum_lost_s"]), mitLost, "mitigated: time without a serving majority")
 	require.Zero(t, float64(mit.Metrics["ensemble.not_synced_shutdowns.total"]), "mitigated: no leader lost its quorum")
 	// Both replacements ran in each variant, each with its own gate.
 	require.Len(t, vul.Faults, 2)
 	require.Len(t, mit.Faults, 2)
 	require.Equal(t, "shallow", vul.Faults[0].Params["gate"])
 	require.Equal(t, "deep", mit.Faults[0].Params["gate"])
+	for _, v := range []*reports.VariantResult{vul, mit} {
+		require.NotEqual(t, v.Faults[0].Member, v.Faults[1].Member, "%s: the second step replaces the other follower", v.Name)
+	}
 	var deepPassed int
 	for _, e := range mit.Events {
 		if e.Kind == "gate" && strings.Contains(e.Detail, "deep gate passed") {
