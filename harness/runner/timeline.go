@@ -28,8 +28,10 @@ const (
 	healthBefore = 20 * time.Second
 	healthAfter  = 30 * time.Second
 	// healthGlance is the check around a step with its own gate
-	// (faults.SelfGated): what the cluster looks like, not a wait.
-	healthGlance = 5 * time.Second
+	// (faults.SelfGated): what the cluster looks like, not a wait. (At
+	// 5 s the two glances between IL-0277's steps, each finding a member
+	// still syncing, held the procedure 10 s that its plan did not have.)
+	healthGlance = 2 * time.Second
 )
 
 // limitSettle is how long the workload runs against servers held to their
