@@ -156,7 +156,13 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 	}
 	before, after := healthBefore, healthAfter
 	if g, ok := f.(faults.SelfGated); ok && g.SelfGated() {
-		before, after = healthGlance, healthGlance
+		// The first step's check is the steady state's, before any
+		// fault: a wait, not a glance (servers at a tenth of a core take
+		// about 2 s to answer it).
+		if i > 0 {
+			before = healthGlance
+		}
+		after = healthGlance
 	}
 	healthy := v.checkHealth(ctx, "before "+step.Fault, c, w, before)
 	if st := v.vr.Steady; i == 0 && st != nil && ctx.Err() == nil {
