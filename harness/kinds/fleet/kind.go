@@ -234,7 +234,7 @@ func (kind) Metrics() []lab.MetricDef {
 		m("fleet.pids_limit_refusals", "clones", "thread creations the kernel refused at pids.max, over every server (pids.events max)"),
 		m("fleet.health_removals", "servers", "servers removed by the health check (no answer, or shard-map still incomplete after the grace period)"),
 		m("fleet.restart.start_spread_s", "s", "seconds between the first and the last server's first start after the operator's restart began: how all-at-once an all-at-once restart was on this placement"),
-		m("fleet.recovery_after_restart_s", "s", "seconds from the start of the operator's restart until every server of the fleet routes and every second after has at least 99% of requests routed (+Inf when that never happens in the run)"),
+		m("fleet.recovery_after_restart_s", "s", "seconds from the operator's restart (the moment the servers are stopped and started; on containers, once their next incarnations have been created ahead) until every server of the fleet routes and every second after has at least 99% of requests routed (+Inf when that never happens in the run)"),
 	}
 }
 
