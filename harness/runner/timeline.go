@@ -40,6 +40,13 @@ const (
 // take as the baseline (the lowest rate over any 5 s) is the limited one.
 const limitSettle = 10 * time.Second
 
+// steadyGrace is the least time the workload gets past the warm-up to
+// reach its steady state: a first load on a loaded machine (eight Python
+// TreeCaches walking 6,000 znodes each on 2 cores) can take more than a
+// short warm-up's double. Waiting costs nothing when the workload is
+// steady; a workload that is not by then makes the run inconclusive.
+const steadyGrace = 60 * time.Second
+
 // timeline runs the warm-up, counted from workStart (the workload's start,
 // after the servers' start and the seeding), injects each fault with a
 // health check before and after, and observes until the end.
@@ -107,15 +114,15 @@ func (v *variant) observeWhole(runEnd time.Time) time.Time {
 }
 
 // warmup lets the workload reach its steady state (every client has its
-// tree, every server routes) against servers at full speed, up to twice
-// the warm-up; then holds the servers to their limits (CPU share) and
+// tree, every server routes) against servers at full speed, up to the
+// warm-up and as long again, or steadyGrace if longer; then holds the servers to their limits (CPU share) and
 // runs until the warm-up's end, and at least limitSettle more. A first
 // load is the workload's, not the incident's: on servers at a third of a
 // core it took most of a warm-up. It returns false when interrupted or
 // when the limits could not be set (the error).
 func (v *variant) warmup(ctx context.Context, c lab.Cluster, w lab.Workload, workStart time.Time) (bool, error) {
 	warm := v.p.s.Timeline.Warmup.D()
-	if !v.waitSteady(ctx, w, workStart.Add(2*warm)) {
+	if !v.waitSteady(ctx, w, workStart.Add(warm+max(warm, steadyGrace))) {
 		return false, nil
 	}
 	if err := c.Limit(ctx); err != nil {

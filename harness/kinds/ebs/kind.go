@@ -148,7 +148,7 @@ func runNode(ctx context.Context, config json.RawMessage, out io.Writer, log *sl
 		return fmt.Errorf("decode config: %w", err)
 	}
 	cfg.Logger = log.With("node", cfg.ID)
-	cfg.OnListen = func(addr string) { fmt.Fprintf(out, "{\"status\":%q}\n", addr) }
+	cfg.OnListen = func(status, mirror string) { fmt.Fprintf(out, "{\"status\":%q,\"mirror\":%q}\n", status, mirror) }
 	return ebsnode.Run(ctx, cfg)
 }
 

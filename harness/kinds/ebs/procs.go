@@ -7,32 +7,26 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/infra/freeport"
 	"github.com/chaoslab/chaoslab/harness/kinds/ebs/ebscontrol"
 	"github.com/chaoslab/chaoslab/harness/kinds/ebs/ebsnode"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
-// startLinks picks each node's mirror port and puts a proxy in front of it.
-// The proxies listen where the nodes reach the controller (127.0.0.1, a
-// container network's gateway); a proxy's upstream is its node's address
-// once the node runs.
+// startLinks puts a proxy in front of each node's mirror listener. The
+// proxies listen where the nodes reach the controller (127.0.0.1, a
+// container network's gateway); a proxy's upstream is its node's mirror
+// listener once the node runs and reports it (until then a port nothing
+// listens on: a primary's connect is refused and tried again).
 func (w *workload) startLinks(ctx context.Context) error {
-	ports, err := freeport.Loopback(len(w.nodes))
-	if err != nil {
-		return fmt.Errorf("pick ports: %w", err)
-	}
 	host, err := lab.ControllerHost(ctx, w.env.Site)
 	if err != nil {
 		return fmt.Errorf("start links: %w", err)
 	}
 	w.links = NewLinks()
-	for i, n := range w.nodes {
-		n.mirrorPort = ports[i]
-		addr, err := w.links.Add(n.zone, n.id, host, net.JoinHostPort("127.0.0.1", strconv.Itoa(n.mirrorPort)))
+	for _, n := range w.nodes {
+		addr, err := w.links.Add(n.zone, n.id, host, net.JoinHostPort("127.0.0.1", "0"))
 		if err != nil {
 			return err
 		}
@@ -107,8 +101,8 @@ func (w *workload) apiAddr() string {
 	return net.JoinHostPort(w.control.Host(), w.api)
 }
 
-// startNode starts one storage node.
-func (w *workload) startNode(ctx context.Context, n *node) error {
+// startNode starts the i-th storage node and points its proxy at it.
+func (w *workload) startNode(ctx context.Context, i int, n *node) error {
 	logf, err := w.logFile("ebs-node-" + n.id)
 	if err != nil {
 		return err
@@ -121,13 +115,13 @@ func (w *workload) startNode(ctx context.Context, n *node) error {
 		}
 	}
 	cfg := ebsnode.Config{Settings: w.s.Settings, ID: n.id, Zone: n.zone, Dir: filepath.Join(w.env.Dir, "ebs", n.id), Listen: host,
-		MirrorPort: n.mirrorPort, Control: "http://" + w.apiAddr(), ControlTimeout: w.s.RequestTimeout.D() + 2*time.Second,
-		Peers: peers, Volumes: n.vols, Seed: w.env.Seed*1000 + uint64(len(n.vols))*uint64(n.mirrorPort)}
+		Control: "http://" + w.apiAddr(), ControlTimeout: w.s.RequestTimeout.D() + 2*time.Second,
+		Peers: peers, Volumes: n.vols, Seed: w.env.Seed*1000 + uint64(i)*uint64(len(n.vols))}
 	p, err := w.env.Site.Start(ctx, lab.Program{Name: "ebs-node-" + n.id, Alias: n.id, Role: "storage-node", Agent: NodeAgent, Config: cfg, Stderr: logf,
 		Stdout: func(line []byte) {
 			if port := listenedPort(line, "status"); port != "" {
 				n.mu.Lock()
-				n.status = port
+				n.status, n.mirror = port, listenedPort(line, "mirror")
 				n.mu.Unlock()
 			}
 		}})
@@ -138,10 +132,14 @@ func (w *workload) startNode(ctx context.Context, n *node) error {
 	n.mu.Lock()
 	n.proc = p
 	n.mu.Unlock()
-	if err := w.links.SetUpstream(n.id, net.JoinHostPort(p.Host(), strconv.Itoa(n.mirrorPort))); err != nil {
+	w.watch(ctx, p, n.id, logf)
+	mirror, err := n.mirrorAddr(ctx)
+	if err != nil {
+		return fmt.Errorf("start node %s: %w", n.id, err)
+	}
+	if err := w.links.SetUpstream(n.id, mirror); err != nil {
 		return err
 	}
-	w.watch(ctx, p, n.id, logf)
 	w.env.Record("node-start", n.id, fmt.Sprintf("started in %s (%s), %d volumes", n.zone, p.Desc(), len(n.vols)))
 	return nil
 }
@@ -155,4 +153,28 @@ func (w *workload) watch(ctx context.Context, p lab.Proc, name string, logf *os.
 			w.env.Event("node-exit", name, p.Exit().How)
 		}
 	}()
+}
+
+// mirrorAddr waits until the node reports its listeners and says where
+// its mirror listener is reached: its port at the program's host.
+func (n *node) mirrorAddr(ctx context.Context) (string, error) {
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		n.mu.Lock()
+		port, p := n.mirror, n.proc
+		n.mu.Unlock()
+		if port != "" && p != nil {
+			return net.JoinHostPort(p.Host(), port), nil
+		}
+		select {
+		case <-p.Done():
+			return "", fmt.Errorf("it exited before it listened: %s", p.Exit().How)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return "", errors.New("it did not listen within 20s")
+		}
+		if !lab.Sleep(ctx, 20*time.Millisecond) {
+			return "", ctx.Err()
+		}
+	}
 }

@@ -21,14 +21,14 @@ import (
 
 // node is one storage node as the harness knows it.
 type node struct {
-	id, zone   string
-	mirrorPort int
-	proxy      string
-	vols       []ebsnode.VolumeConfig
+	id, zone string
+	proxy    string
+	vols     []ebsnode.VolumeConfig
 
 	mu     sync.Mutex
 	proc   lab.Proc
 	status string // the port of its status API
+	mirror string // the port of its mirror listener
 }
 
 // statusAddr is where the harness reaches the node's status API ("" until
@@ -119,8 +119,8 @@ func (w *workload) Start(ctx context.Context) error {
 	if err := w.startControl(ctx); err != nil {
 		return err
 	}
-	for _, n := range w.nodes {
-		if err := w.startNode(ctx, n); err != nil {
+	for i, n := range w.nodes {
+		if err := w.startNode(ctx, i, n); err != nil {
 			return err
 		}
 	}

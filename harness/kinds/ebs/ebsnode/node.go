@@ -25,7 +25,10 @@ type Config struct {
 	Zone     string `json:"zone"`
 	Dir      string `json:"dir"`
 	Listen   string `json:"listen"`
-	// MirrorPort is where the node takes its primaries' mirror traffic.
+	// MirrorPort is where the node takes its primaries' mirror traffic;
+	// 0 (the harness's choice) lets the kernel pick a free one, which
+	// OnListen reports: a port picked ahead and freed could be taken by
+	// any socket before the node binds it.
 	MirrorPort int `json:"mirror_port"`
 	// Control is the control plane's API (http://host:port).
 	Control string `json:"control"`
@@ -37,9 +40,10 @@ type Config struct {
 	// Volumes are the volumes it is primary for, with their first mirror.
 	Volumes []VolumeConfig `json:"volumes"`
 	Seed    uint64         `json:"seed"`
-	// OnListen is called with the status API's address.
-	OnListen func(addr string) `json:"-"`
-	Logger   *slog.Logger      `json:"-"`
+	// OnListen is called with the status API's address and the mirror
+	// listener's.
+	OnListen func(status, mirror string) `json:"-"`
+	Logger   *slog.Logger                `json:"-"`
 }
 
 // VolumeConfig is a volume the node is primary for.
@@ -110,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Go(func() { v.run(ctx) })
 	}
 	if cfg.OnListen != nil {
-		cfg.OnListen(sl.Addr().String())
+		cfg.OnListen(sl.Addr().String(), ml.Addr().String())
 	}
 	err = srv.Serve(sl)
 	wg.Wait()

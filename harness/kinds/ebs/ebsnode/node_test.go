@@ -3,6 +3,8 @@ package ebsnode
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -49,4 +51,34 @@ func TestFrameRoundTrip(t *testing.T) {
 	require.NoError(t, sendFrame(&b, frameFull, "v", 0, make([]byte, 2048)))
 	_, _, _, err = readFrame(bufio.NewReader(&b), 1024)
 	require.ErrorContains(t, err, "more than a volume")
+}
+
+// TestRunReportsTheListenersTheKernelPicked: with no mirror port given,
+// the node binds one the kernel picks and reports it with its status
+// API's, both reachable.
+func TestRunReportsTheListenersTheKernelPicked(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan [2]string, 1)
+	cfg := Config{Settings: DefaultSettings(), ID: "a1", Zone: "zone-a", Dir: t.TempDir(), Listen: "127.0.0.1",
+		OnListen: func(status, mirror string) { got <- [2]string{status, mirror} }}
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	var addrs [2]string
+	select {
+	case addrs = <-got:
+	case err := <-done:
+		t.Fatalf("the node ended before it listened: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node did not report its listeners within 10s")
+	}
+	for _, a := range addrs {
+		_, port, err := net.SplitHostPort(a)
+		require.NoError(t, err)
+		require.NotEqual(t, "0", port)
+		c, err := net.Dial("tcp", a)
+		require.NoError(t, err, "dial %s", a)
+		require.NoError(t, c.Close())
+	}
+	cancel()
+	require.NoError(t, <-done)
 }
