@@ -91,6 +91,10 @@ type Server struct {
 	fails      int
 	logPath    string
 	retired    bool // capacity removed: no longer part of the fleet
+	// next is its next incarnation made ahead (ahead.go); preparing: one
+	// is being made; wantStart: start it as soon as it is.
+	next                 *launch
+	preparing, wantStart bool
 }
 
 // Fleet is a running fleet.
@@ -112,6 +116,10 @@ type Fleet struct {
 	// after the stop would leave its server running).
 	closed    bool
 	launching sync.WaitGroup
+	// ahead: keep every running server's next incarnation made ahead
+	// (ahead.go), at most aheadAtOnce being made at once (aheadSem).
+	ahead    lab.Preparer
+	aheadSem chan struct{}
 }
 
 // Start launches the fleet's servers (spread over StartSpread) and its
@@ -313,6 +321,7 @@ func (f *Fleet) Restart(ctx context.Context) error {
 		go func() { defer f.wg.Done(); f.restarter(f.ctx) }()
 	}
 	if together {
+		f.keepAhead(pre)
 		return f.restartTogether(ctx, pre, f.Active())
 	}
 	for _, s := range f.Active() {
@@ -443,6 +452,7 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 func (f *Fleet) Close() error {
 	f.mu.Lock()
 	f.closed = true
+	f.discardAll()
 	f.mu.Unlock()
 	f.cancel()
 	f.launching.Wait()

@@ -25,7 +25,14 @@ type launch struct {
 // start runs a new incarnation of s through the launcher; it returns once
 // the server runs (or failed to start).
 func (f *Fleet) start(s *Server) {
-	if l := f.prepare(s, false); l != nil {
+	l, wait := s.takeNext()
+	if wait {
+		return // keepNext starts it
+	}
+	if l == nil {
+		l = f.prepare(s, false)
+	}
+	if l != nil {
 		f.launch(l)
 	}
 }
@@ -114,6 +121,7 @@ func (f *Fleet) launch(l *launch) {
 	f.cfg.Env.Record("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, l.inc, p.Desc(), f.cfg.ThreadLimit))
 	f.wg.Add(1)
 	go func() { defer f.wg.Done(); f.watchExit(l, p, done) }()
+	f.prepareNext(s)
 }
 
 // watchExit records how an incarnation ended and, while the operator's
@@ -215,7 +223,15 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 // prepareAhead creates the next incarnation of a running server while
 // the current one still runs; *out stays nil when it could not be.
 func (f *Fleet) prepareAhead(ctx context.Context, pre lab.Preparer, s *Server, out **launch) {
-	l := f.prepare(s, true)
+	s.mu.Lock()
+	l := s.next
+	s.next = nil
+	s.mu.Unlock()
+	if l != nil {
+		*out = l
+		return
+	}
+	l = f.prepare(s, true)
 	if l == nil {
 		return
 	}

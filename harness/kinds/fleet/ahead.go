@@ -1,0 +1,135 @@
+package fleet
+
+import (
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// On a site where creating a program's sandbox is slow (containers: the
+// engine creates about three a second here), the all-at-once restart
+// would be paced by the engine after its first round: every server the
+// health check removes or the thread limit kills waits for a container
+// of its own, and the fleet is restarted slowly by accident. So while
+// the operator's all-at-once restart lasts, every running server keeps
+// its next incarnation created ahead, and a server that exits starts
+// again as fast as a process would.
+
+// aheadAtOnce bounds the sandboxes created ahead at once.
+const aheadAtOnce = 4
+
+// keepAhead turns the keeping on for the rest of the run.
+func (f *Fleet) keepAhead(pre lab.Preparer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ahead == nil {
+		f.ahead, f.aheadSem = pre, make(chan struct{}, aheadAtOnce)
+	}
+}
+
+// prepareNext creates the next incarnation of a server that runs, unless
+// the keeping is off, one exists or is being made, or s left the fleet.
+func (f *Fleet) prepareNext(s *Server) {
+	f.mu.Lock()
+	pre, sem := f.ahead, f.aheadSem
+	f.mu.Unlock()
+	if pre == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.next != nil || s.preparing || s.retired {
+		s.mu.Unlock()
+		return
+	}
+	s.preparing = true
+	s.mu.Unlock()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		var l *launch
+		select {
+		case sem <- struct{}{}:
+			f.prepareAhead(f.ctx, pre, s, &l)
+			<-sem
+		case <-f.ctx.Done():
+		}
+		f.keepNext(s, l)
+	}()
+}
+
+// keepNext keeps a next incarnation made ahead, or launches it at once
+// when s exited while it was being made.
+func (f *Fleet) keepNext(s *Server, l *launch) {
+	f.mu.Lock()
+	closed := f.closed
+	s.mu.Lock()
+	s.preparing = false
+	want := s.wantStart
+	s.wantStart = false
+	switch {
+	case l == nil:
+	case closed || s.retired:
+		s.mu.Unlock()
+		f.mu.Unlock()
+		f.discard(l)
+		return
+	case !want:
+		s.next = l
+	}
+	s.mu.Unlock()
+	f.mu.Unlock()
+	switch {
+	case want && l != nil:
+		f.launch(l)
+	case want:
+		f.start(s)
+	}
+}
+
+// takeNext is the next incarnation made ahead of s, if any; when one is
+// being made, s is marked to start as soon as it is (nil, true).
+func (s *Server) takeNext() (l *launch, wait bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != nil {
+		l, s.next = s.next, nil
+		return l, false
+	}
+	if s.preparing {
+		s.wantStart = true
+		return nil, true
+	}
+	return nil, false
+}
+
+// discard gives back an incarnation made ahead that will not run (the
+// site stops its sandbox with the run's).
+func (f *Fleet) discard(l *launch) {
+	l.logf.Close()
+	f.unprepare(l.s)
+}
+
+// discardAll gives back every incarnation made ahead; call with f.mu
+// held and f.closed set.
+func (f *Fleet) discardAll() {
+	for _, s := range f.servers {
+		s.mu.Lock()
+		l := s.next
+		s.next = nil
+		s.mu.Unlock()
+		if l != nil {
+			f.discard(l)
+		}
+	}
+}
+
+// Ahead is how many servers hold a next incarnation made ahead.
+func (f *Fleet) Ahead() int {
+	n := 0
+	for _, s := range f.Servers() {
+		s.mu.Lock()
+		if s.next != nil {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
