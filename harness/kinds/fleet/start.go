@@ -20,28 +20,49 @@ type launch struct {
 	tail    *tailWriter
 	prog    lab.Program
 	pending lab.Pending
+	twin    bool // made by prepTwin
 }
 
 // start runs a new incarnation of s through the launcher; it returns once
 // the server runs (or failed to start).
 func (f *Fleet) start(s *Server) {
+	s.mu.Lock()
+	starting := s.starting
+	s.mu.Unlock()
+	if starting {
+		return // an incarnation is on its way (the restart's, made ahead)
+	}
 	l, wait := s.takeNext()
 	if wait {
 		return // keepNext starts it
 	}
 	if l == nil {
-		l = f.prepare(s, false)
+		l = f.prepare(s, prepNow)
 	}
 	if l != nil {
 		f.launch(l)
+		f.prepareNext(s)
 	}
 }
 
-// prepare readies a new incarnation of s; nil when s starts or is
-// retired, or runs (unless ahead: its next incarnation, readied while it
-// runs), or the fleet is closing. A launch it returns must be passed to
+// prep says what a prepared incarnation is for.
+type prep int
+
+const (
+	// prepNow: to start now; refused while s runs or starts.
+	prepNow prep = iota
+	// prepAhead: to replace s at the restart, readied while it runs;
+	// refused while s starts.
+	prepAhead
+	// prepTwin: s's next incarnation kept ahead for its next exit
+	// (ahead.go), readied whatever s is doing.
+	prepTwin
+)
+
+// prepare readies a new incarnation of s; nil when the fleet is closing,
+// s is retired, or mode refuses. A launch it returns must be passed to
 // launch or unprepare.
-func (f *Fleet) prepare(s *Server, ahead bool) *launch {
+func (f *Fleet) prepare(s *Server, mode prep) *launch {
 	f.mu.Lock()
 	if f.closed || f.ctx.Err() != nil {
 		f.mu.Unlock()
@@ -50,30 +71,35 @@ func (f *Fleet) prepare(s *Server, ahead bool) *launch {
 	f.launching.Add(1)
 	f.mu.Unlock()
 	s.mu.Lock()
-	if (s.proc != nil && !ahead) || s.starting || s.retired {
+	if s.retired || (mode == prepNow && s.proc != nil) || (mode != prepTwin && s.starting) {
 		s.mu.Unlock()
 		f.launching.Done()
 		return nil
 	}
-	s.starting = true
-	inc := s.inc
+	if mode != prepTwin {
+		s.starting = true
+	}
+	l := &launch{s: s, inc: s.inc, twin: mode == prepTwin}
 	s.inc++
 	s.mu.Unlock()
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		f.event("note", s.ID, "could not open its log: "+err.Error())
-		f.unprepare(s)
+		f.unprepare(l)
 		return nil
 	}
-	tail := &tailWriter{w: logf, max: 8 << 10}
-	return &launch{s: s, inc: inc, logf: logf, tail: tail, prog: f.program(s, inc, tail)}
+	l.logf, l.tail = logf, &tailWriter{w: logf, max: 8 << 10}
+	l.prog = f.program(s, l.inc, l.tail)
+	return l
 }
 
 // unprepare takes back a prepared start that will not run.
-func (f *Fleet) unprepare(s *Server) {
-	s.mu.Lock()
-	s.starting = false
-	s.mu.Unlock()
+func (f *Fleet) unprepare(l *launch) {
+	if !l.twin {
+		l.s.mu.Lock()
+		l.s.starting = false
+		l.s.mu.Unlock()
+	}
 	f.launching.Done()
 }
 
@@ -121,7 +147,6 @@ func (f *Fleet) launch(l *launch) {
 	f.cfg.Env.Record("server-start", s.ID, fmt.Sprintf("%s (incarnation %d, %s, thread limit %d)", what, l.inc, p.Desc(), f.cfg.ThreadLimit))
 	f.wg.Add(1)
 	go func() { defer f.wg.Done(); f.watchExit(l, p, done) }()
-	f.prepareNext(s)
 }
 
 // watchExit records how an incarnation ended and, while the operator's
@@ -196,6 +221,9 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			f.prepareAhead(ctx, pre, s, &ls[i])
+			if ls[i] != nil {
+				f.keepTwin(s, f.create(ctx, pre, s, prepTwin))
+			}
 		}()
 	}
 	for range servers {
@@ -204,7 +232,8 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 	f.mu.Lock()
 	f.restartAt = time.Now()
 	f.mu.Unlock()
-	f.event("note", "fleet", fmt.Sprintf("created the next incarnation of %d servers ahead in %.1fs; stopping all and starting them together", len(servers), time.Since(began).Seconds()))
+	f.event("note", "fleet", fmt.Sprintf("created the next two incarnations of %d servers ahead in %.1fs (%d kept for a server's next exit); stopping all and starting them together",
+		len(servers), time.Since(began).Seconds(), f.Ahead()))
 	stopped := make(chan struct{}, len(servers))
 	for _, s := range servers {
 		go func() { f.stop(s, "restarted by the operator", 5*time.Second); stopped <- struct{}{} }()
@@ -221,27 +250,43 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 }
 
 // prepareAhead creates the next incarnation of a running server while
-// the current one still runs; *out stays nil when it could not be.
+// the current one still runs (its twin made ahead, if it has one); *out
+// stays nil when it could not be.
 func (f *Fleet) prepareAhead(ctx context.Context, pre lab.Preparer, s *Server, out **launch) {
 	s.mu.Lock()
 	l := s.next
 	s.next = nil
 	s.mu.Unlock()
-	if l != nil {
-		*out = l
-		return
-	}
-	l = f.prepare(s, true)
 	if l == nil {
-		return
+		l = f.create(ctx, pre, s, prepAhead)
 	}
-	pd, err := pre.Prepare(ctx, l.prog)
+	*out = l
+}
+
+// createTimeout bounds the creation of one sandbox ahead.
+const createTimeout = time.Minute
+
+// create prepares an incarnation of s and creates its sandbox; nil when
+// it could not be (said on the timeline).
+func (f *Fleet) create(ctx context.Context, pre lab.Preparer, s *Server, mode prep) *launch {
+	l := f.prepare(s, mode)
+	if l == nil {
+		return nil
+	}
+	// Not cut short by the run's end: a container the engine creates
+	// after its caller gave up is attached to the run's network where
+	// nothing removes it; once made, the site stops it with the others.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	pd, err := pre.Prepare(cctx, l.prog)
 	if err != nil {
 		l.logf.Close()
-		f.unprepare(s)
-		f.event("note", s.ID, "could not create its next incarnation ahead: "+err.Error())
-		return
+		f.unprepare(l)
+		if ctx.Err() == nil {
+			f.event("note", s.ID, "could not create its next incarnation ahead: "+err.Error())
+		}
+		return nil
 	}
 	l.pending = pd
-	*out = l
+	return l
 }
