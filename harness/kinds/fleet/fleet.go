@@ -91,9 +91,9 @@ type Server struct {
 	fails      int
 	logPath    string
 	retired    bool // capacity removed: no longer part of the fleet
-	// next is its next incarnation made ahead (ahead.go); preparing: one
-	// is being made; wantStart: start it as soon as it is.
-	next                 *launch
+	// twins are its next incarnations made ahead (ahead.go); preparing:
+	// one is being made; wantStart: start it as soon as it is.
+	twins                []*launch
 	preparing, wantStart bool
 }
 
@@ -416,7 +416,11 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 		cancel()
 	}
 	smp.Ready, smp.Peers, smp.Synced = st.Ready, st.PeersKnown, st.PeersSynced
-	healthy := smp.Answered && (st.Ready || time.Since(started) < f.cfg.HealthGrace.D())
+	// A server is checked once it registered (said where it listens) or
+	// its grace is over: a load balancer does not check an address it
+	// was not given yet.
+	inGrace := time.Since(started) < f.cfg.HealthGrace.D()
+	healthy := (smp.Answered && (st.Ready || inGrace)) || (route == "" && inGrace)
 	s.mu.Lock()
 	s.samples = append(s.samples, smp)
 	if smp.Ready && s.readyAt.IsZero() {

@@ -221,8 +221,10 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			f.prepareAhead(ctx, pre, s, &ls[i])
-			if ls[i] != nil {
-				f.keepTwin(s, f.create(ctx, pre, s, prepTwin))
+			for range twinsKept {
+				if ls[i] != nil {
+					f.keepTwin(s, f.create(ctx, pre, s, prepTwin))
+				}
 			}
 		}()
 	}
@@ -232,7 +234,7 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 	f.mu.Lock()
 	f.restartAt = time.Now()
 	f.mu.Unlock()
-	f.event("note", "fleet", fmt.Sprintf("created the next two incarnations of %d servers ahead in %.1fs (%d kept for a server's next exit); stopping all and starting them together",
+	f.event("note", "fleet", fmt.Sprintf("created the next incarnations of %d servers ahead in %.1fs (%d more kept for their next exits); stopping all and starting them together",
 		len(servers), time.Since(began).Seconds(), f.Ahead()))
 	stopped := make(chan struct{}, len(servers))
 	for _, s := range servers {
@@ -253,18 +255,12 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 // the current one still runs (its twin made ahead, if it has one); *out
 // stays nil when it could not be.
 func (f *Fleet) prepareAhead(ctx context.Context, pre lab.Preparer, s *Server, out **launch) {
-	s.mu.Lock()
-	l := s.next
-	s.next = nil
-	s.mu.Unlock()
+	l := s.popTwin()
 	if l == nil {
 		l = f.create(ctx, pre, s, prepAhead)
 	}
 	*out = l
 }
-
-// createTimeout bounds the creation of one sandbox ahead.
-const createTimeout = time.Minute
 
 // create prepares an incarnation of s and creates its sandbox; nil when
 // it could not be (said on the timeline).
@@ -276,9 +272,10 @@ func (f *Fleet) create(ctx context.Context, pre lab.Preparer, s *Server, mode pr
 	// Not cut short by the run's end: a container the engine creates
 	// after its caller gave up is attached to the run's network where
 	// nothing removes it; once made, the site stops it with the others.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
-	defer cancel()
-	pd, err := pre.Prepare(cctx, l.prog)
+	// Nor ended when this returns: the container's output is followed
+	// under this context (the site gives up on an agent that does not
+	// say it holds within 30 s).
+	pd, err := pre.Prepare(context.WithoutCancel(ctx), l.prog)
 	if err != nil {
 		l.logf.Close()
 		f.unprepare(l)
