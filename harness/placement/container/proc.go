@@ -103,7 +103,15 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 	if hold {
 		held = lines.catchHeld()
 	}
-	c, err := testcontainers.Run(ctx, img, opts...)
+	// A create is not cut short: the engine goes on with a container
+	// whose caller gave up, and it can leave an endpoint on the run's
+	// network that nothing removes (the network then cannot be removed
+	// until the engine restarts). The container is stopped with the
+	// site's others.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("create container %s: %w", name, err)
+	}
+	c, err := testcontainers.Run(context.WithoutCancel(ctx), img, opts...)
 	if err != nil {
 		if c != nil {
 			_ = c.Terminate(context.WithoutCancel(ctx))
