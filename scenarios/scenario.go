@@ -85,7 +85,8 @@ func (s *Scenario) CaseFile() string { return s.caseFile }
 // Timeline is the fault timeline of a variant run.
 type Timeline struct {
 	// Warmup runs the workload before the first fault (and goes on, up to
-	// as long again, until the workload is steady).
+	// as long again or a minute, whichever is longer, until the workload
+	// is steady).
 	Warmup Duration `yaml:"warmup" json:"warmup" jsonschema:"required"`
 	// Faults, by offset from the end of the warm-up, in order.
 	Faults []FaultStep `yaml:"faults" json:"faults" jsonschema:"required,minItems=1"`

@@ -115,8 +115,9 @@ func (v *variant) observeWhole(runEnd time.Time) time.Time {
 
 // warmup lets the workload reach its steady state (every client has its
 // tree, every server routes) against servers at full speed, up to the
-// warm-up and as long again, or steadyGrace if longer; then holds the servers to their limits (CPU share) and
-// runs until the warm-up's end, and at least limitSettle more. A first
+// warm-up and as long again, or steadyGrace if longer; then holds the
+// servers to their limits (CPU share) and runs until the warm-up's end,
+// and at least limitSettle more. A first
 // load is the workload's, not the incident's: on servers at a third of a
 // core it took most of a warm-up. It returns false when interrupted or
 // when the limits could not be set (the error).
