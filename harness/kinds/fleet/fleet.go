@@ -116,7 +116,7 @@ type Fleet struct {
 	// after the stop would leave its server running).
 	closed    bool
 	launching sync.WaitGroup
-	// ahead: keep every running server's next incarnation made ahead
+	// ahead: servers keep incarnations made ahead for their next exits
 	// (ahead.go), at most aheadAtOnce being made at once (aheadSem).
 	ahead    lab.Preparer
 	aheadSem chan struct{}

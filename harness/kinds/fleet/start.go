@@ -220,7 +220,7 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 			defer func() { wg <- struct{}{} }()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			f.prepareAhead(ctx, pre, s, &ls[i])
+			ls[i] = f.prepareAhead(ctx, pre, s)
 			for range twinsKept {
 				if ls[i] != nil {
 					f.keepTwin(s, f.create(ctx, pre, s, prepTwin))
@@ -252,14 +252,13 @@ func (f *Fleet) restartTogether(ctx context.Context, pre lab.Preparer, servers [
 }
 
 // prepareAhead creates the next incarnation of a running server while
-// the current one still runs (its twin made ahead, if it has one); *out
-// stays nil when it could not be.
-func (f *Fleet) prepareAhead(ctx context.Context, pre lab.Preparer, s *Server, out **launch) {
-	l := s.popTwin()
-	if l == nil {
-		l = f.create(ctx, pre, s, prepAhead)
+// the current one still runs (its twin made ahead, if it has one); nil
+// when it could not be.
+func (f *Fleet) prepareAhead(ctx context.Context, pre lab.Preparer, s *Server) *launch {
+	if l := s.popTwin(); l != nil {
+		return l
 	}
-	*out = l
+	return f.create(ctx, pre, s, prepAhead)
 }
 
 // create prepares an incarnation of s and creates its sandbox; nil when
@@ -269,13 +268,7 @@ func (f *Fleet) create(ctx context.Context, pre lab.Preparer, s *Server, mode pr
 	if l == nil {
 		return nil
 	}
-	// Not cut short by the run's end: a container the engine creates
-	// after its caller gave up is attached to the run's network where
-	// nothing removes it; once made, the site stops it with the others.
-	// Nor ended when this returns: the container's output is followed
-	// under this context (the site gives up on an agent that does not
-	// say it holds within 30 s).
-	pd, err := pre.Prepare(context.WithoutCancel(ctx), l.prog)
+	pd, err := pre.Prepare(ctx, l.prog)
 	if err != nil {
 		l.logf.Close()
 		f.unprepare(l)
