@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
 	"github.com/chaoslab/chaoslab/seeds"
 )
@@ -108,11 +109,14 @@ func printListing(out io.Writer, l listing) error {
 
 func showCmd() *cobra.Command {
 	var format string
+	var contract bool
 	cmd := &cobra.Command{
 		Use:   "show ID|FILE",
 		Short: "Show a case record (IL-0587) or a scenario (its id or file)",
 		Long: `Show a case record by its id (with --cases, yours too), or a scenario by its
 id or file: its YAML, or with -o json the scenario as the loader read it.
+With --contract, what a program of yours run in place of the scenario's
+own (chaoslab run --client) is told, must do, and is judged by.
 
 Exit status: 0; 2 for an unknown id or a scenario file refused.`,
 		Args:              cobra.ExactArgs(1),
@@ -122,17 +126,21 @@ Exit status: 0; 2 for an unknown id or a scenario file refused.`,
 			if err != nil {
 				return err
 			}
-			if rec, err := caseRecord(args[0]); err == nil {
+			if rec, err := caseRecord(args[0]); err == nil && !contract {
 				return showCase(cmd.OutOrStdout(), rec, j)
 			}
 			s, err := scenarios.Find(args[0])
 			if err != nil {
 				return errInput(fmt.Errorf("show %s: not a case record or a scenario: %w", args[0], err))
 			}
+			if contract {
+				return showContract(cmd.OutOrStdout(), s, j)
+			}
 			return showScenario(cmd.OutOrStdout(), s, j)
 		},
 	}
 	outputFlag(cmd, &format)
+	cmd.Flags().BoolVar(&contract, "contract", false, "show the contract a program of yours keeps to run in place of the scenario's own (--client)")
 	return cmd
 }
 
@@ -314,4 +322,42 @@ func sizeLengths(s *scenarios.Scenario) string {
 		}
 	}
 	return b.String()
+}
+
+// showContract prints what a user's program in place of the scenario's
+// own is told, must do and is judged by.
+func showContract(out io.Writer, s *scenarios.Scenario, j bool) error {
+	st, err := s.WorkloadFor(s.VariantNames()[0])
+	if err != nil {
+		return err
+	}
+	h, ok := st.(lab.ClientHost)
+	if !ok {
+		return errInput(fmt.Errorf("show %s --contract: the %s workload has no program of its own for yours to replace", s.ID, s.Kind()))
+	}
+	c := h.Contract()
+	if j {
+		return writeJSON(out, c)
+	}
+	fmt.Fprintf(out, "# %s: your program as %s\n\nrun it: chaoslab run %s --client 'COMMAND' (on docker also --client-image IMAGE)\n\nIt is told (environment):\n", s.ID, c.Role, s.ID)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, e := range c.Env {
+		fmt.Fprintf(tw, "  %s\t%s\n", e.Name, e.What)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, part := range []struct {
+		title string
+		items []string
+	}{{"It must", c.Must}, {"The lab measures, from the outside", c.Measured}, {"Examples", c.Examples}} {
+		if len(part.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s:\n", part.title)
+		for _, it := range part.items {
+			fmt.Fprintf(out, "  - %s\n", it)
+		}
+	}
+	return nil
 }

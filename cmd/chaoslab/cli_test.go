@@ -517,3 +517,22 @@ func TestReportKeepsItsSize(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, strings.SplitN(out, "\n", 2)[0], "at size ci: ")
 }
+
+// show --contract prints what a program of the user's is told and judged
+// by, for a scenario whose workload hosts one; the others say they do not.
+func TestShowContract(t *testing.T) {
+	out, _, code := chaoslab(t, "show", "IL-0384", "--contract")
+	require.Equal(t, 0, code, out)
+	for _, want := range []string{"CHAOSLAB_ETCD_ENDPOINTS", "CHAOSLAB_FLEET_PREFIX", "GET /route?key=K", "It must", "from the outside", "fleet-server-python"} {
+		require.Contains(t, out, want)
+	}
+	out, _, code = chaoslab(t, "show", "il-0587-zk-treecache-reconnect-storm", "--contract", "-o", "json")
+	require.Equal(t, 0, code, out)
+	var c lab.Contract
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.NotEmpty(t, c.Env)
+	require.NotEmpty(t, c.Measured)
+	_, errOut, code := chaoslab(t, "show", "IL-0206", "--contract")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "no program of its own for yours to replace")
+}

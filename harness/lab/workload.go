@@ -118,7 +118,31 @@ func (c *ClientProgram) Program(env map[string]string) Program {
 }
 
 // ClientHost is implemented by settings that can run a user's client
-// program in place of the kind's own (chaoslab run --client).
+// program in place of the kind's own (chaoslab run --client); Contract
+// says what that program is told, must do and is judged by
+// (chaoslab show ID --contract).
 type ClientHost interface {
 	SetClient(c *ClientProgram)
+	Contract() Contract
+}
+
+// Contract is what a kind asks of a user's program that takes the place of
+// its own, and how the program is judged.
+type Contract struct {
+	// Role is what the program is in the scenario ("a front-end server").
+	Role string `json:"role"`
+	// Env is what every instance is told in its environment.
+	Env []EnvVar `json:"env"`
+	// Must is what the program must do for the lab to drive and judge it.
+	Must []string `json:"must"`
+	// Measured is what the lab measures of it from the outside.
+	Measured []string `json:"measured"`
+	// Examples are programs that keep the contract, from the repository's root.
+	Examples []string `json:"examples,omitempty"`
+}
+
+// EnvVar is one variable of a contract's environment.
+type EnvVar struct {
+	Name string `json:"name"`
+	What string `json:"what"`
 }

@@ -209,17 +209,21 @@ func (f *Fleet) event(kind, source, detail string) { f.cfg.Env.Event(kind, sourc
 func (f *Fleet) program(s *Server, inc int, stderr io.Writer) lab.Program {
 	c := f.cfg
 	host, adv := c.Env.Site.Listen()
-	cfg := frontend.Config{Settings: c.Settings.Settings, ID: s.ID, Index: s.Index, Etcd: c.Etcd, Prefix: c.Prefix,
-		ListenHost: host, Advertise: adv, Seed: c.Env.Seed + uint64(s.Index)*1000 + uint64(inc)}
-	var env []string
+	var p lab.Program
+	if c.Program != nil {
+		p = f.userProgram(s, inc, host, adv)
+	} else {
+		p.Agent = AgentName
+		p.Config = frontend.Config{Settings: c.Settings.Settings, ID: s.ID, Index: s.Index, Etcd: c.Etcd, Prefix: c.Prefix,
+			ListenHost: host, Advertise: adv, Seed: c.Env.Seed + uint64(s.Index)*1000 + uint64(inc)}
+	}
 	if c.GoMaxProcs > 0 {
-		env = append(env, "GOMAXPROCS="+strconv.Itoa(c.GoMaxProcs))
+		p.Env = append(p.Env, "GOMAXPROCS="+strconv.Itoa(c.GoMaxProcs))
 	}
-	return lab.Program{
-		Name: fmt.Sprintf("%s-%d", s.ID, inc), Alias: s.ID, Role: "frontend", Agent: AgentName, Config: cfg, Env: env,
-		Limits: lab.Limits{Pids: c.ThreadLimit, CPUCores: c.CPUQuota}, Stderr: stderr,
-		Stdout: func(line []byte) { s.listening(line) },
-	}
+	p.Name, p.Alias, p.Role = fmt.Sprintf("%s-%d", s.ID, inc), s.ID, "frontend"
+	p.Limits = lab.Limits{Pids: c.ThreadLimit, CPUCores: c.CPUQuota}
+	p.Stderr, p.Stdout = stderr, func(line []byte) { s.listening(line) }
+	return p
 }
 
 // listening reads the addresses a server prints once it listens: the

@@ -68,7 +68,14 @@ type Settings struct {
 	// killed, as a load balancer would drop it, and waits for the
 	// operator's restart).
 	HealthFailures int `yaml:"health_failures" json:"health_failures"`
+	// Program, when set, is a user's front-end server run in place of
+	// chaoslab's own (the server settings above then only describe the
+	// built-in one): see Contract and docs/bring-your-own-client.md.
+	Program *lab.ClientProgram `yaml:"program,omitempty" json:"program,omitempty"`
 }
+
+// SetClient runs a user's front-end server in place of the built-in one.
+func (s *Settings) SetClient(c *lab.ClientProgram) { s.Program = c }
 
 // NewSettings are the defaults.
 func NewSettings() *Settings {
@@ -127,6 +134,9 @@ func (s *Settings) Check() []lab.Problem {
 	c.Need(s.HealthFailures >= 1, "health_failures", "want at least 1, got %d", s.HealthFailures)
 	c.Msg("health_grace", lab.CheckDuration(s.HealthGrace, 0, ""))
 	c.Msg("health_timeout", lab.CheckDuration(s.HealthTimeout, time.Millisecond, "the least time a GET /status can take"))
+	if s.Program != nil {
+		c = append(c, lab.Under("program", s.Program.Check())...)
+	}
 	return c
 }
 
@@ -137,8 +147,13 @@ func (s *Settings) CheckWarmup(warmup time.Duration) []lab.Problem {
 	return c
 }
 
-// Images: the servers run from chaoslab's own image.
-func (s *Settings) Images() []lab.ImageNeed { return []lab.ImageNeed{{Name: lab.AgentImage}} }
+// Images: the servers run from chaoslab's own image, or the user's.
+func (s *Settings) Images() []lab.ImageNeed {
+	if s.Program != nil && s.Program.Image != "" {
+		return []lab.ImageNeed{{Name: "user-server", Ref: s.Program.Image, Defaults: []string{s.Program.Image}}}
+	}
+	return []lab.ImageNeed{{Name: lab.AgentImage}}
+}
 
 // Facts describe the fleet in a report.
 func (s *Settings) Facts() []lab.Fact {
@@ -165,8 +180,11 @@ func (s *Settings) Facts() []lab.Fact {
 	if s.FleetCPU > 0 {
 		cpu += ", " + strconv.FormatFloat(s.FleetCPU, 'g', -1, 64) + " cores for the whole fleet (the run's cgroup)"
 	}
+	if s.Program != nil {
+		threads, cells, boot = "the user's server's own", "the user's server's own", "the user's server's own"
+	}
 	return []lab.Fact{
-		{Name: "Kind", Value: KindName},
+		{Name: "Kind", Value: KindName}, {Name: "Server program", Value: s.program()},
 		{Name: "Fleet", Value: fmt.Sprintf("%d servers, +%d added by add-capacity (%g%%)", s.Servers, s.Added(), s.AddFraction*100)},
 		{Name: "Thread limit", Value: fmt.Sprintf("%d per server (cgroup pids.max)", s.ThreadLimit)},
 		{Name: "Peer threads", Value: threads}, {Name: "Cells", Value: cells}, {Name: "Bootstrap", Value: boot},
@@ -199,13 +217,17 @@ func (kind) PreferPlacement() (string, string) {
 	return "local", "the front-end fleet runs as local processes (each in a cgroup with pids.max); --placement docker runs it in containers, where the engine paces restarts by itself"
 }
 
-// Preflight: a full mesh of containers on one bridge needs room in the
-// neighbour table.
+// Preflight: a user's server that is a command of this host runs only
+// where host commands do; a full mesh of containers on one bridge needs
+// room in the neighbour table.
 func (kind) Preflight(p lab.Placement, s lab.Settings) error {
+	st := s.(*Settings)
+	if st.Program != nil && st.Program.Image == "" && !lab.RunsHostCommands(p) {
+		return fmt.Errorf("your server is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
+	}
 	if p.Name() != "docker" {
 		return nil
 	}
-	st := s.(*Settings)
 	return CheckNeighbours(st.Servers + st.Added() + 8)
 }
 

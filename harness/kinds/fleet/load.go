@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -9,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/kinds/fleet/frontend"
 )
 
 // Load sends routing requests across the fleet at a fixed rate (open loop:
@@ -23,6 +26,9 @@ type Load struct {
 	Workers int
 	Timeout time.Duration
 	Seed    uint64
+	// Table is the shard table in the store: an answer naming another
+	// shard than the key's is not routed (checked when set).
+	Table frontend.Table
 
 	mu      sync.Mutex
 	buckets map[bucketKey]*Bucket
@@ -102,15 +108,38 @@ func (l *Load) Run(ctx context.Context) {
 				l.record(s.ID, now, false, 0, "no answer")
 				return
 			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				l.record(s.ID, now, false, 0, fmt.Sprintf("HTTP %d", resp.StatusCode))
 				return
 			}
+			if why := l.wrongShard(key, body); why != "" {
+				l.record(s.ID, now, false, 0, why)
+				return
+			}
 			l.record(s.ID, now, true, float64(time.Since(now).Microseconds())/1000, "")
 		}()
 	}
+}
+
+// wrongShard says why an answer to key does not route it ("" when it
+// does, or when there is no table to check against).
+func (l *Load) wrongShard(key string, body []byte) string {
+	if len(l.Table) == 0 {
+		return ""
+	}
+	var a struct {
+		Shard *int `json:"shard"`
+	}
+	if json.Unmarshal(body, &a) != nil || a.Shard == nil {
+		return "answer without a shard"
+	}
+	if want, _ := l.Table.Route(key); *a.Shard != want.ID {
+		return "wrong shard"
+	}
+	return ""
 }
 
 // SetStart fixes the clock the buckets are counted on.

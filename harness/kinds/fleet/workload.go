@@ -20,6 +20,7 @@ type workload struct {
 	cluster lab.Cluster
 	s       *Settings
 	prefix  string
+	table   frontend.Table // what Seed wrote
 
 	fleet *Fleet
 	load  *Load
@@ -40,7 +41,8 @@ func (w *workload) Seed(ctx context.Context) error {
 	defer cli.Close()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := frontend.SeedStore(sctx, cli, w.prefix, frontend.NewTable(w.s.Shards, w.s.BackendCells)); err != nil {
+	w.table = frontend.NewTable(w.s.Shards, w.s.BackendCells)
+	if err := frontend.SeedStore(sctx, cli, w.prefix, w.table); err != nil {
 		return err
 	}
 	w.env.Event("note", "harness", fmt.Sprintf("wrote the shard table to etcd: %d shards over %d back-end cells under %s", w.s.Shards, w.s.BackendCells, frontend.StorePrefix(w.prefix)))
@@ -57,7 +59,7 @@ func (w *workload) Start(ctx context.Context) error {
 	}
 	w.fleet = f
 	w.env.Event("note", "harness", fmt.Sprintf("starting %d front-end servers over %s, each with at most %d threads", w.s.Servers, w.s.StartSpread, w.s.ThreadLimit))
-	w.load = &Load{Fleet: f, Rate: w.s.RequestRate, Workers: w.s.MaxInFlight, Seed: w.env.Seed}
+	w.load = &Load{Fleet: f, Rate: w.s.RequestRate, Workers: w.s.MaxInFlight, Seed: w.env.Seed, Table: w.table}
 	w.load.SetStart(w.env.T0)
 	w.bg.Go(func() { w.load.Run(ctx) })
 	return nil
