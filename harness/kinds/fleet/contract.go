@@ -64,4 +64,3 @@ func (f *Fleet) userProgram(s *Server, inc int, listen, advertise string) lab.Pr
 		"CHAOSLAB_INCARNATION": strconv.Itoa(inc), "CHAOSLAB_SEED": strconv.FormatUint(c.Env.Seed+uint64(s.Index)*1000+uint64(inc), 10),
 	})
 }
-
