@@ -7,16 +7,24 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
 )
 
 // Swept lists what Sweep removed (container and network names, volume
-// names).
+// names), and the networks the engine kept although nothing was attached
+// to them (Stuck).
 type Swept struct {
 	Containers []string
 	Networks   []string
 	Volumes    []string
+	// Stuck are networks with no container that the engine still refused
+	// to remove after retries ("has active endpoints"): its endpoint count
+	// went stale, an engine defect (moby/moby#42119) that only restarting
+	// the engine clears. Not an error of the run: nothing of it runs there.
+	Stuck []string
 }
 
 // Empty reports whether nothing was removed.
@@ -66,10 +74,12 @@ func Sweep(ctx context.Context, runID string) (Swept, error) {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	} else {
 		for _, n := range ns.Items {
-			_, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			err := removeNetwork(ctx, cli, n.ID)
 			switch {
 			case err == nil:
 				out.Networks = append(out.Networks, n.Name)
+			case errors.Is(err, errStuck):
+				out.Stuck = append(out.Stuck, n.Name)
 			case !IsNotFound(err):
 				errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 			}
@@ -95,6 +105,36 @@ func Sweep(ctx context.Context, runID string) (Swept, error) {
 	}
 	return out, nil
 }
+
+var errStuck = errors.New("the engine keeps a stale endpoint count for a network with no container (moby/moby#42119): restarting the engine clears it")
+
+// removeNetwork removes a network, waiting up to networkSettle for the
+// engine to finish tearing down the endpoints of containers just removed;
+// errStuck when it still has "active endpoints" with no container.
+func removeNetwork(ctx context.Context, cli *testcontainers.DockerClient, id string) error {
+	deadline := time.Now().Add(networkSettle)
+	for {
+		_, err := cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+		if err == nil || !strings.Contains(err.Error(), "active endpoints") {
+			return err
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			n, ierr := cli.NetworkInspect(ctx, id, client.NetworkInspectOptions{})
+			if ierr == nil && len(n.Network.Containers) == 0 {
+				return errStuck
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// networkSettle is how long a network's removal is retried while the
+// engine still counts endpoints of removed containers.
+const networkSettle = 10 * time.Second
 
 // Leftovers lists the names of containers and networks of run runID that
 // still exist (runID "": everything chaoslab manages).

@@ -71,7 +71,8 @@ func (w *workload) Seed(ctx context.Context) error {
 		return fmt.Errorf("connect harness client: %w", err)
 	}
 	w.conn = conn
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// Two minutes, and half a millisecond more per ballast znode.
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(w.s.Ballast)*time.Millisecond/2)
 	defer cancel()
 	if err := Seed(sctx, conn, w.tree, w.hot, w.env.Log); err != nil {
 		return err

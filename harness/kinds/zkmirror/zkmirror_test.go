@@ -393,7 +393,7 @@ func TestBallastTree(t *testing.T) {
 	require.Equal(t, BallastBytes, big.DataBytes)
 
 	s := NewSettings()
-	s.Ballast = MaxNodes + 1
+	s.Ballast = MaxBallast + 1
 	require.Contains(t, fmt.Sprint(s.Check()), "ballast")
 	s.Ballast = 80000
 	require.Empty(t, s.Check())

@@ -189,13 +189,28 @@ func (s *Site) Close() error {
 	procs := s.procs
 	s.procs = nil
 	s.mu.Unlock()
+	// A few at a time: a hundred removals at once is where the engine
+	// was seen to lose count of a network's endpoints.
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, stopAtOnce)
 	for _, p := range procs {
-		wg.Go(func() { p.Stop(3e9); _ = p.Release() })
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p.Stop(3e9)
+			_ = p.Release()
+		})
 	}
 	wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), docker.OpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*docker.OpTimeout)
 	defer cancel()
-	_, err := docker.Sweep(ctx, s.runID)
+	swept, err := docker.Sweep(ctx, s.runID)
+	if len(swept.Stuck) > 0 {
+		s.log.Warn("the container engine kept the run's network although no container is attached to it (a stale endpoint count, moby/moby#42119); nothing of the run is left in it, and restarting the engine removes it",
+			"networks", swept.Stuck)
+	}
 	return err
 }
+
+// stopAtOnce bounds the containers stopped at once when a site closes.
+const stopAtOnce = 8
