@@ -266,8 +266,10 @@ func exitVerb(e Exit) string {
 	switch {
 	case e.OOM:
 		return "was OOM-killed"
+	case e.How != "":
+		return "ended (" + e.How + ")"
 	case e.Signal != "":
-		return "was killed by " + e.Signal
+		return "was stopped by a signal (" + e.Signal + ")"
 	}
 	return fmt.Sprintf("exited with status %d", e.Code)
 }

@@ -41,6 +41,7 @@ ADVERTISE = ENV.get("CHAOSLAB_ADVERTISE_HOST") or LISTEN
 POOLED = "--pooled" in sys.argv[1:]
 LEASE_TTL = 10
 BEAT = 1.0
+GRACE = 3.0  # how long a newly learned peer may take to say hello
 
 
 def log(*args):
@@ -110,6 +111,7 @@ class State:
         self.mu = threading.Lock()
         self.table = None
         self.known = {}      # peer id -> "host:port" (from etcd)
+        self.learned = {}    # peer id -> when this server first saw it
         self.hello = set()   # peers heard from on a live connection
         self.dialing = set()  # peers this server holds (or opens) a connection to
         self.routed = self.refused = 0
@@ -120,7 +122,10 @@ class State:
                 return False
             if POOLED:
                 return True
-            return all(p in self.hello for p in self.known)
+            # Every peer has said hello, but for those learned a moment
+            # ago (one is dialed within a second or two of joining).
+            now = time.monotonic()
+            return all(p in self.hello or now - self.learned.get(p, now) < GRACE for p in self.known)
 
 
 STATE = State()
@@ -133,7 +138,10 @@ def my_index(peer_id):
 # --- peers: a thread per connection -----------------------------------------
 
 def peer_conn(sock, peer_id):
-    """Holds one peer connection: a beat a second each way."""
+    """Holds one peer connection: a beat a second each way. A connection
+    this server dialed (peer_id given) ends when the peer leaves the
+    fleet; one it accepted, when the peer closes it."""
+    dialed = peer_id is not None
     sock.settimeout(BEAT)
     buf = b""
     try:
@@ -141,7 +149,7 @@ def peer_conn(sock, peer_id):
         next_beat = time.monotonic() + BEAT
         while True:
             with STATE.mu:
-                if peer_id and peer_id not in STATE.known:
+                if dialed and peer_id not in STATE.known:
                     return
             if time.monotonic() >= next_beat:
                 sock.sendall(("BEAT %s\n" % ME).encode())
@@ -284,8 +292,10 @@ def members(peer_addr, route_addr):
                 m = json.loads(v)
                 if m.get("id") and m["id"] != ME and m.get("peer"):
                     known[m["id"]] = m["peer"]
+            now = time.monotonic()
             with STATE.mu:
                 STATE.known = known
+                STATE.learned = {p: STATE.learned.get(p, now) for p in known}
             if STATE.table is None:
                 t = load_table()
                 with STATE.mu:
