@@ -1,12 +1,10 @@
 package examples_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -18,15 +16,7 @@ const fleetScenario = "il-0384-kinesis-thread-per-peer"
 // cgroup's pids.max.
 func skipUnlessFleet(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: starts a real etcd cluster and a fleet of servers (skipped with -short)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root for cgroups (the thread limit)")
-	}
-	if mode, _ := limits.Detect(); mode == limits.ModeNone {
-		t.Skip("integration test: needs cgroups for the thread limit")
-	}
+	labtest.SkipUnlessCgroups(t, "a real etcd cluster and a fleet of servers", "the thread limit")
 }
 
 // TestIntegration_ThreadPerPeerServerIsCaught: a Python front-end server

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 )
@@ -106,6 +107,22 @@ func SkipUnlessRoot(t *testing.T) {
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("integration test: needs root for cgroups")
+	}
+}
+
+// SkipUnlessCgroups skips an integration test with -short, without root
+// or without cgroups, which enforce the limits it judges (need: "the
+// thread limit"); starts says what the test starts.
+func SkipUnlessCgroups(t *testing.T, starts, need string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("integration test: starts %s (skipped with -short)", starts)
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("integration test: needs root for cgroups (%s)", need)
+	}
+	if mode, _ := limits.Detect(); mode == limits.ModeNone {
+		t.Skipf("integration test: needs cgroups for %s", need)
 	}
 }
 

@@ -3,14 +3,12 @@ package il0384_test
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/kinds/fleet"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/runner"
@@ -24,15 +22,7 @@ import (
 
 func skipUnlessFleet(t *testing.T) *scenarios.Scenario {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: starts a real etcd cluster and a fleet of servers (skipped with -short)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root for cgroups")
-	}
-	if mode, _ := limits.Detect(); mode == limits.ModeNone {
-		t.Skip("integration test: needs cgroups for the thread limit")
-	}
+	labtest.SkipUnlessCgroups(t, "a real etcd cluster and a fleet of servers", "the thread limit")
 	scenarios.CaseChecker = func(id string) error { _, err := seeds.Get(id); return err }
 	s, err := scenarios.Find("il-0384-kinesis-thread-per-peer")
 	require.NoError(t, err)
