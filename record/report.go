@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/chaoslab/chaoslab/verdict"
@@ -186,6 +187,11 @@ type VariantResult struct {
 	// server did not start, a fault could not be injected): the variant is
 	// inconclusive whatever its measurements say.
 	LabError string `json:"lab_error,omitempty"`
+	// Unenforced names the limits (memory, pids, cpu) the variant's
+	// programs asked for and the placement could not enforce (no cgroup
+	// here): what they bound cannot be judged, so the variant is
+	// inconclusive.
+	Unenforced []string `json:"unenforced,omitempty"`
 	// Faults are the injected fault windows, in seconds from StartedAt.
 	Faults []FaultWindow `json:"faults"`
 	// Steady is what the warm-up and the health check before the first
@@ -223,6 +229,9 @@ type SteadyState struct {
 // land is on the timeline only.
 func (v *VariantResult) Unfounded() []string {
 	out := v.unsteady()
+	if len(v.Unenforced) > 0 {
+		out = append(out, fmt.Sprintf("the %s limits the scenario sets were not enforced on this placement (no cgroup could be used: run as root on a machine with cgroups, or on the docker placement)", strings.Join(v.Unenforced, ", ")))
+	}
 	for _, f := range v.Faults {
 		if !f.IsAction() {
 			out = append(out, f.Missed()...)

@@ -39,3 +39,18 @@ func TestUnfounded(t *testing.T) {
 		t.Errorf("an exit from the fault on, or an action, made it unfounded:\n%s", got)
 	}
 }
+
+// Limits the placement could not enforce (no cgroup) leave a variant
+// unfounded, whatever its figures: an OOM or thread-limit hypothesis
+// could not have been violated.
+func TestUnfoundedWithoutLimits(t *testing.T) {
+	v := &VariantResult{Steady: &SteadyState{Ready: 4, Total: 4, Checked: true, Healthy: true}}
+	if got := v.Unfounded(); len(got) != 0 {
+		t.Fatalf("%q", got)
+	}
+	v.Unenforced = []string{"memory", "pids"}
+	got := strings.Join(v.Unfounded(), "\n")
+	if !strings.Contains(got, "the memory, pids limits the scenario sets were not enforced") || !strings.Contains(got, "run as root") {
+		t.Fatalf("%q", got)
+	}
+}

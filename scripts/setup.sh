@@ -4,34 +4,61 @@
 #   ./scripts/setup.sh            # what a replay needs
 #   ./scripts/setup.sh --servers  # also the etcd and Consul binaries and
 #                                 # gotestsum, what the tests need
+#   ./scripts/setup.sh --only etcd  # just what one system's seeds need, for
+#                                 # a CI job that replays one seed
+#                                 # (zookeeper, etcd or consul; a comma list)
 # The Go builds run while the packages install: one waits on the CPU, the
 # other mostly on the network and the disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 servers=0
-[ "${1:-}" = --servers ] && servers=1
+only=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --servers) servers=1 ;;
+    --only) only=${2:?--only needs zookeeper, etcd or consul}; shift ;;
+    --only=*) only=${1#--only=} ;;
+    *) echo "setup: unknown flag $1 (--servers, --only SYSTEMS)" >&2; exit 2 ;;
+  esac
+  shift
+done
+for sys in ${only//,/ }; do
+  case $sys in zookeeper | etcd | consul) ;; *) echo "setup: --only $sys: want zookeeper, etcd or consul" >&2; exit 2 ;; esac
+done
+# wants SYSTEM: what the seeds on SYSTEM need (everything without --only);
+# tests: what only the lab's own tests need.
+wants() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]; }
+tests() { [ -z "$only" ]; }
 
 need=()
-command -v java >/dev/null || need+=(default-jre-headless)
-[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
-[ -f /usr/share/java/slf4j-simple.jar ] || need+=(libslf4j-java)
-[ -f /usr/share/java/servlet-api.jar ] || need+=(libservlet-api-java)
+if wants zookeeper; then
+  command -v java >/dev/null || need+=(default-jre-headless)
+  [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+  [ -f /usr/share/java/slf4j-simple.jar ] || need+=(libslf4j-java)
+  [ -f /usr/share/java/servlet-api.jar ] || need+=(libservlet-api-java)
+  # The example clients (examples/): kazoo's TreeCache.
+  [ -d /usr/lib/python3/dist-packages/kazoo ] || need+=(python3-kazoo)
+fi
 command -v nc >/dev/null || need+=(netcat-openbsd)
 # The disconnect fault cuts a local server off loopback with nftables.
 command -v nft >/dev/null || need+=(nftables)
-# SimPy (2, Debian's) for the simulator's side-by-side benchmark and check.
-[ -d /usr/lib/python3/dist-packages/SimPy ] || need+=(python3-simpy)
-# The example clients (examples/): kazoo's TreeCache; junitparser reads
-# back the JUnit files `chaoslab run --junit` writes.
-[ -d /usr/lib/python3/dist-packages/kazoo ] || need+=(python3-kazoo)
-[ -d /usr/lib/python3/dist-packages/junitparser ] || need+=(python3-junitparser)
+# IL-0384's example server (examples/fleet-server-python) needs python3 only.
+command -v python3 >/dev/null || need+=(python3)
+if tests; then
+  # SimPy (2, Debian's) for the simulator's side-by-side benchmark and check.
+  [ -d /usr/lib/python3/dist-packages/SimPy ] || need+=(python3-simpy)
+  # junitparser reads back the JUnit files `chaoslab run --junit` writes.
+  [ -d /usr/lib/python3/dist-packages/junitparser ] || need+=(python3-junitparser)
+  # The game-day dashboard's end-to-end test drives it in headless Chromium.
+  command -v chromium >/dev/null || need+=(chromium)
+  # Its Prometheus test scrapes a live run's /metrics with Debian's prometheus.
+  command -v prometheus >/dev/null || need+=(prometheus)
+fi
 # IL-0206's database tier (harness/kinds/dblb/pgcluster): a primary and streaming
 # replicas of Debian's PostgreSQL 15, run as the postgres user.
-[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
-# The game-day dashboard's end-to-end test drives it in headless Chromium.
-command -v chromium >/dev/null || need+=(chromium)
-# Its Prometheus test scrapes a live run's /metrics with Debian's prometheus.
-command -v prometheus >/dev/null || need+=(prometheus)
+if wants consul; then
+  [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
+fi
 # `chaoslab images build` makes the ZooKeeper and PostgreSQL images' root
 # file systems with mmdebstrap (the tests build the images).
 [ $servers = 1 ] && ! command -v mmdebstrap >/dev/null && need+=(mmdebstrap)

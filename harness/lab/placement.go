@@ -96,6 +96,10 @@ type Site interface {
 	Owners() func(remote string) Proc
 	// Note says which limits are not enforced here ("" when all are).
 	Note() string
+	// Unenforced names the limits ("memory", "pids", "cpu") that programs
+	// started here asked for and the site could not enforce: a run that
+	// needed them cannot be judged on what they bound.
+	Unenforced() []string
 	// Close stops every program still running and removes the site.
 	Close() error
 }

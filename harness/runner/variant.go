@@ -92,6 +92,7 @@ func (v *variant) run(ctx context.Context) (err error) {
 	v.env.Event("health", v.p.sys.Name(), fmt.Sprintf("%d members serving, one leader (%s placement)", len(cluster.Members()), v.p.plc.Name()))
 	v.version = cluster.Version(ctx)
 	err = v.workload(ctx, cluster)
+	v.vr.Unenforced = site.Unenforced()
 	v.enter("teardown")
 	return err
 }

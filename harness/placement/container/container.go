@@ -177,6 +177,9 @@ func (s *Site) Image(name string) string { return s.p.Image(name) }
 
 func (s *Site) Note() string { return "" }
 
+// Unenforced: the engine enforces every limit it is given.
+func (s *Site) Unenforced() []string { return nil }
+
 // Listen: every interface of the container; peers dial its address on the
 // variant's network (no name lookups through the engine's DNS, which is
 // busy while dozens of containers start).

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -107,6 +109,8 @@ type Site struct {
 	userDirs []string
 	// onStart, when set, is told each program started (the run's journal).
 	onStart func(lab.Program, lab.Proc)
+	// unenforced are the limits programs asked for in ModeNone.
+	unenforced map[string]bool
 }
 
 func (s *Site) Placement() lab.Placement { return s.p }
@@ -126,6 +130,31 @@ func (s *Site) Note() string {
 		return "no cgroup can be used here (" + s.mgr.Reason() + "): memory, pids and CPU limits are NOT enforced; memory growth is still measured"
 	}
 	return ""
+}
+
+// Unenforced names the limits programs asked for when no cgroup could be
+// used.
+func (s *Site) Unenforced() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.unenforced))
+}
+
+// asked notes the limits prog asks for that the site cannot enforce.
+func (s *Site) asked(l lab.Limits) {
+	if s.mgr.Mode() != limits.ModeNone {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unenforced == nil {
+		s.unenforced = map[string]bool{}
+	}
+	for name, set := range map[string]bool{"memory": l.MemoryMB > 0, "pids": l.Pids > 0, "cpu": l.CPUCores > 0} {
+		if set {
+			s.unenforced[name] = true
+		}
+	}
 }
 
 // Close stops what still runs and removes every cgroup of the variant.

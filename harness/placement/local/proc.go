@@ -27,6 +27,7 @@ func (s *Site) Start(_ context.Context, prog lab.Program) (lab.Proc, error) {
 	if err := writeFiles(prog.Files); err != nil {
 		return nil, fmt.Errorf("start %s: %w", prog.Name, err)
 	}
+	s.asked(prog.Limits)
 	g, err := s.mgr.NewGroup(prog.Name, limits.Limits{
 		MemoryBytes: int64(prog.Limits.MemoryMB) << 20, PidsMax: int64(prog.Limits.Pids), CPUCores: prog.Limits.CPUCores,
 	})
