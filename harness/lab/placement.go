@@ -77,6 +77,14 @@ type PlacementOptions struct {
 // PlacementFactory builds a placement for a run.
 type PlacementFactory func(o PlacementOptions) (Placement, error)
 
+// LimitEnforcer is implemented by a placement that may be unable to
+// enforce programs' limits here (local processes without root or
+// cgroups): Enforces says why not (nil: it can). A run there that needs
+// limits is inconclusive; a test can skip before it starts.
+type LimitEnforcer interface {
+	Enforces() error
+}
+
 // Site is one variant's place on a placement.
 type Site interface {
 	// Placement is the placement this site belongs to.

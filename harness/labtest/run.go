@@ -2,12 +2,16 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	_ "github.com/chaoslab/chaoslab/harness/plugins"
 	"github.com/chaoslab/chaoslab/harness/runner"
@@ -78,6 +82,18 @@ func Run(t T, scenario string, opts ...Option) *reports.Report {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if why := cannotRun(o.Placement); why != "" {
+		t.Skipf("labtest: cannot replay %s here: %s", scenario, why)
+		return nil
+	}
+	if o.AgentBinary == "" && isTestBinary() {
+		bin, err := agentBinary()
+		if err != nil {
+			t.Skipf("labtest: cannot replay %s here: %v", scenario, err)
+			return nil
+		}
+		o.AgentBinary = bin
+	}
 	r, err := Replay(context.Background(), scenario, o)
 	if err != nil {
 		t.Errorf("labtest: replay %s: %v", scenario, err)
@@ -97,11 +113,54 @@ func Replay(ctx context.Context, scenario string, o runner.Options) (*reports.Re
 		return nil, err
 	}
 	if o.AgentBinary == "" && isTestBinary() {
-		if o.AgentBinary, err = ChaoslabBinary(); err != nil {
+		if o.AgentBinary, err = agentBinary(); err != nil {
 			return nil, err
 		}
 	}
 	return runner.Run(ctx, s, o)
+}
+
+// cannotRun says why a replay cannot run on the placement here ("" when
+// it can): no engine answers, or it cannot hold programs to their limits.
+func cannotRun(placement string) string {
+	if placement == "" || placement == "auto" {
+		placement = "local"
+	}
+	f, err := lab.GetPlacement(placement)
+	if err != nil {
+		return err.Error()
+	}
+	p, err := f(lab.PlacementOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Available(ctx); err != nil {
+		return err.Error()
+	}
+	if le, ok := p.(lab.LimitEnforcer); ok {
+		if err := le.Enforces(); err != nil {
+			return err.Error() + " (the scenario's limits would not hold; run the test as root)"
+		}
+	}
+	return ""
+}
+
+// agentBinary is the chaoslab the built-in clients' agents run as:
+// CHAOSLAB_BINARY; inside chaoslab's source tree a build of it (cached);
+// elsewhere (a module of yours that imports labtest) the chaoslab on PATH.
+func agentBinary() (string, error) {
+	if b := os.Getenv("CHAOSLAB_BINARY"); b != "" {
+		return b, nil
+	}
+	if _, err := images.FindSourceDir(); err == nil {
+		return ChaoslabBinary()
+	}
+	if b, err := exec.LookPath("chaoslab"); err == nil {
+		return b, nil
+	}
+	return "", errors.New("no chaoslab to run the lab's agents: put the one scripts/setup.sh builds (bin/chaoslab) on PATH, or set CHAOSLAB_BINARY")
 }
 
 // failures lists what broke, a line each.

@@ -59,6 +59,18 @@ func (p *Placement) RunsHostCommands() bool { return true }
 // enforced are said per variant (Site.Note).
 func (p *Placement) Available(context.Context) error { return nil }
 
+// Enforces says why programs' limits cannot be enforced here (nil: they
+// can): cgroups need root, and a hierarchy to write.
+func (p *Placement) Enforces() error {
+	if os.Geteuid() != 0 {
+		return errors.New("local processes are held to their limits by cgroups, which need root")
+	}
+	if mode, why := limits.Detect(); mode == limits.ModeNone {
+		return fmt.Errorf("no cgroup can be used here: %s", why)
+	}
+	return nil
+}
+
 // Prepare removes the cgroups that crashed runs left behind.
 func (p *Placement) Prepare(context.Context, []lab.ImageNeed) error {
 	if err := limits.Sweep(p.log); err != nil {
