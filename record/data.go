@@ -225,6 +225,9 @@ type SeriesDef struct {
 	// State: each source's samples are a 0/1 state (connected or not);
 	// reports chart how many sources are in state 1 at each moment.
 	State bool `json:"state,omitempty"`
+	// ServerView: counted per client from the servers' list of their
+	// client connections, which only some systems give (lab.ConnLister).
+	ServerView bool `json:"-"`
 }
 
 // Matches says whether a series name is this one, or one of the family a

@@ -56,6 +56,25 @@ func checkMetric(name string, known map[string]lab.MetricDef, series []lab.Serie
 	return fmt.Errorf("%s: unknown series %q (known: %s)", name, r.Series, strings.Join(names, ", "))
 }
 
+// checkServerView refuses a metric (or a reducer over a series) counted
+// per client from the servers' list of their client connections on a
+// system that gives no such list.
+func checkServerView(name string, sys lab.System, known map[string]lab.MetricDef, series []lab.SeriesDef) error {
+	if _, ok := sys.(lab.ConnLister); ok {
+		return nil
+	}
+	view := known[name].ServerView
+	if r, isExpr, err := lab.ParseReducer(name); isExpr && err == nil {
+		for _, s := range series {
+			view = view || (s.ServerView && (s.Name == r.Series || s.Matches(r.Series)))
+		}
+	}
+	if !view {
+		return nil
+	}
+	return fmt.Errorf("%s is what the servers count of each client from their list of client connections, which %s does not give (ZooKeeper's cons does): judge the client's processes (clients.*) or the figures it prints (client.*) instead", name, sys.Name())
+}
+
 // withBest is the hypotheses with the best value each metric can take,
 // where its unit has one: a share is at best 1 when judged with >= or >,
 // at best 0 with <= or <.

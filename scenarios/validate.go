@@ -319,7 +319,11 @@ func IsCasePath(ref string) bool {
 func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.Node, need func(bool, string, string, ...any)) {
 	known := Metrics(sys, k)
 	metric := func(p, name string) {
-		if err := checkMetric(name, known, Series(sys, k)); err != nil {
+		err := checkMetric(name, known, Series(sys, k))
+		if err == nil {
+			err = checkServerView(name, sys, known, Series(sys, k))
+		}
+		if err != nil {
 			c.add(lookup(root, p+".metric"), p+".metric", "%v", err)
 		}
 	}

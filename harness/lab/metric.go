@@ -20,6 +20,9 @@ type MetricDef struct {
 	Unit string
 	Doc  string
 	*Reducer
+	// ServerView: counted per client from the servers' list of their
+	// client connections, which only a ConnLister system gives.
+	ServerView bool
 }
 
 // Reducer reduces a series over a window of the timeline to one figure.

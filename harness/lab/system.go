@@ -115,6 +115,13 @@ type MemberSample struct {
 	Values map[string]float64
 }
 
+// ConnLister is implemented by a system whose clusters are ConnSamplers:
+// a metric or series with ServerView can be judged on it (validate refuses
+// one on another system, with the reason).
+type ConnLister interface {
+	ListsClientConnections() string // how, e.g. "cons"
+}
+
 // ConnSampler is implemented by a cluster whose servers can list their
 // client connections (ZooKeeper's cons): the servers' view of each client,
 // whatever the client is and whether it reports anything itself.

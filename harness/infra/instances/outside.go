@@ -26,8 +26,8 @@ const (
 // Series are the outside series a group records.
 func Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
-		{Name: SeriesOutstanding, Title: "Requests of each client the servers have not answered yet (the servers' view: cons)", Unit: "requests"},
-		{Name: SeriesRequests, Title: "Requests the servers received from each client (cumulative, the servers' view)", Unit: "requests"},
+		{Name: SeriesOutstanding, Title: "Requests of each client the servers have not answered yet (the servers' view: cons)", Unit: "requests", ServerView: true},
+		{Name: SeriesRequests, Title: "Requests the servers received from each client (cumulative, the servers' view)", Unit: "requests", ServerView: true},
 		{Name: SeriesConnections, Title: "Connections each client opened to the servers (cumulative, the servers' view)", Unit: "connections"},
 		MemoryDef(),
 		{Name: SeriesRSS, Title: "Client RSS (MiB, /proc): the pages it maps, not what the memory limit counts", Unit: "MiB"},
@@ -51,7 +51,7 @@ func Metrics() []lab.MetricDef {
 		{Name: "clients.os_rss_mb.max", Unit: "MiB", Doc: "peak RSS of any client process as the kernel counts it (/proc), whatever the client reports", Reducer: red(SeriesRSS, "max", "")},
 		{Name: "clients.memory_mb.max", Unit: "MiB", Doc: "peak memory the kernel charged to any client's cgroup (memory.usage_in_bytes or memory.current): what the memory limit counts", Reducer: red(SeriesMemory, "max", "")},
 		{Name: "clients.threads.max", Unit: "threads", Doc: "most threads of any client process (/proc)", Reducer: red(SeriesThreads, "max", "")},
-		{Name: "clients.server_outstanding.max_from_fault", Unit: "requests", Doc: "from the first fault on, the most requests of one client the servers held unanswered (cons)", Reducer: red(SeriesOutstanding, "max", "from-fault")},
+		{Name: "clients.server_outstanding.max_from_fault", Unit: "requests", Doc: "from the first fault on, the most requests of one client the servers held unanswered (cons)", Reducer: red(SeriesOutstanding, "max", "from-fault"), ServerView: true},
 		{Name: "clients.oom_kills", Unit: "processes", Doc: "from the first fault on (the whole run when no fault ran), client processes killed by the kernel's OOM killer (cgroup counters, kernel log, or the engine's state)"},
 		{Name: "clients.deaths", Unit: "processes", Doc: "from the first fault on (the whole run when no fault ran), client processes that exited before the end of the run, for any reason"},
 		{Name: "clients.oom_kills_before_fault", Unit: "processes", Doc: "client processes OOM-killed before the first fault: the steady state wants none (the variant is inconclusive otherwise)"},

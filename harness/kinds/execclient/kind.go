@@ -158,8 +158,8 @@ func (kind) Series() []lab.SeriesDef {
 
 func (kind) Metrics() []lab.MetricDef {
 	return append(instances.Metrics(), []lab.MetricDef{
-		{Name: "clients.requests.total", Unit: "requests", Doc: "requests the servers received from all instances (the servers' view, where the system lists its client connections)"},
-		{Name: "clients.reconnects.total", Unit: "connections", Doc: "connections the instances opened beyond each incarnation's first (the servers' view)"},
-		{Name: "clients.requests_per_s.max_from_fault", Unit: "requests/s", Doc: "from the first fault on, the most requests one instance sent the servers in a second (the servers' view)"},
+		{Name: "clients.requests.total", Unit: "requests", Doc: "requests the servers received from all instances (the servers' view, where the system lists its client connections)", ServerView: true},
+		{Name: "clients.reconnects.total", Unit: "connections", Doc: "connections the instances opened beyond each incarnation's first (the servers' view)", ServerView: true},
+		{Name: "clients.requests_per_s.max_from_fault", Unit: "requests/s", Doc: "from the first fault on, the most requests one instance sent the servers in a second (the servers' view)", ServerView: true},
 	}...)
 }

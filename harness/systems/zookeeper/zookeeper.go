@@ -114,6 +114,9 @@ type System struct{}
 
 func (System) Name() string { return Name }
 
+// ListsClientConnections: each server lists its client connections (cons).
+func (System) ListsClientConnections() string { return "the four-letter word cons" }
+
 func (System) NewTopology() lab.Settings {
 	return &Topology{Servers: 3, TickMS: 2000, InitLimit: 10, SyncLimit: 5, HeapMB: 256}
 }
