@@ -40,7 +40,7 @@ func TestIntegration_ReplayIL0277(t *testing.T) {
 	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local",
 		AgentBinary: replaytest.ChaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
-	assertIL0277(t, r, 5.0)
+	assertIL0277(t, r, 2.5)
 	replaytest.AssertCleanedUp(t, r)
 }
 
@@ -73,6 +73,8 @@ func TestIntegration_ReplayIL0277Docker(t *testing.T) {
 // sampler's mntr (800 ms deadline, through the engine's published port)
 // goes unanswered for seconds by a leader at 0.1 cores sending a
 // snapshot, and a member that does not answer does not count as serving.
+// Since majority-serves' bound is 5 s (2026-12-06) that may fail the
+// mitigated variant on docker: to be measured (issue 30).
 func assertIL0277(t *testing.T, r *reports.Report, mitLost float64) {
 	t.Helper()
 	t.Log(reports.Summary(r))
@@ -88,7 +90,7 @@ func assertIL0277(t *testing.T, r *reports.Report, mitLost float64) {
 
 	// The vulnerable leader, the member the procedure does not replace,
 	// is left the only voter that serves while both followers sync.
-	require.GreaterOrEqual(t, float64(vul.Metrics["cluster.quorum_lost_s"]), 20.0, "vulnerable: 2x past majority-serves' 10 s")
+	require.GreaterOrEqual(t, float64(vul.Metrics["cluster.quorum_lost_s"]), 10.0, "vulnerable: 2x past majority-serves' 5 s")
 	require.LessOrEqual(t, float64(mit.Metrics["cluster.quorum_lost_s"]), mitLost, "mitigated: time without a serving majority")
 	require.Zero(t, float64(mit.Metrics["ensemble.not_synced_shutdowns.total"]), "mitigated: no leader lost its quorum")
 	// Both replacements ran in each variant, each with its own gate.
