@@ -36,12 +36,29 @@ func FindSourceDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for d := wd; ; d = filepath.Dir(d) {
+	if d, ok := moduleAbove(wd); ok {
+		return d, nil
+	}
+	// Run from elsewhere (a CI job in the user's repository): the tree the
+	// running chaoslab was built in (scripts/setup.sh puts it in bin/).
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			if d, ok := moduleAbove(filepath.Dir(exe)); ok {
+				return d, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("not inside chaoslab's source tree (no go.mod of %s at or above %s, nor above this chaoslab): run from the source tree or set CHAOSLAB_SRC", MainModule, wd)
+}
+
+// moduleAbove is the first folder at or above dir holding chaoslab's go.mod.
+func moduleAbove(dir string) (string, bool) {
+	for d := dir; ; d = filepath.Dir(d) {
 		if isMainModule(d) {
-			return d, nil
+			return d, true
 		}
 		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("not inside chaoslab's source tree (no go.mod of %s at or above %s): run from the source tree or set CHAOSLAB_SRC", MainModule, wd)
+			return "", false
 		}
 	}
 }
