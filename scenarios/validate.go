@@ -317,11 +317,11 @@ func IsCasePath(ref string) bool {
 
 // judgement checks hypotheses, comparisons, expectations and evidence.
 func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.Node, need func(bool, string, string, ...any)) {
-	known := Metrics(sys, k)
+	known, series := Metrics(sys, k), Series(sys, k)
 	metric := func(p, name string) {
-		err := checkMetric(name, known, Series(sys, k))
+		err := checkMetric(name, known, series)
 		if err == nil {
-			err = checkServerView(name, sys, known, Series(sys, k))
+			err = checkServerView(name, sys, known, series)
 		}
 		if err != nil {
 			c.add(lookup(root, p+".metric"), p+".metric", "%v", err)

@@ -13,7 +13,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/chaoslab/chaoslab/harness/infra/limits"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 )
@@ -118,11 +117,8 @@ func SkipUnlessCgroups(t *testing.T, starts, need string) {
 	if testing.Short() {
 		t.Skipf("integration test: starts %s (skipped with -short)", starts)
 	}
-	if os.Geteuid() != 0 {
-		t.Skipf("integration test: needs root for cgroups (%s)", need)
-	}
-	if mode, _ := limits.Detect(); mode == limits.ModeNone {
-		t.Skipf("integration test: needs cgroups for %s", need)
+	if why := cannotRun("local"); why != "" {
+		t.Skipf("integration test: needs cgroups for %s: %s", need, why)
 	}
 }
 

@@ -61,6 +61,6 @@ func (f *Fleet) userProgram(s *Server, inc int, listen, advertise string) lab.Pr
 		"CHAOSLAB_SERVER_ID": s.ID, "CHAOSLAB_SERVER_INDEX": strconv.Itoa(s.Index),
 		"CHAOSLAB_LISTEN_HOST": listen, "CHAOSLAB_ADVERTISE_HOST": advertise,
 		"CHAOSLAB_THREAD_LIMIT": strconv.Itoa(c.ThreadLimit), "CHAOSLAB_SHARDS": strconv.Itoa(c.Shards),
-		"CHAOSLAB_INCARNATION": strconv.Itoa(inc), "CHAOSLAB_SEED": strconv.FormatUint(c.Env.Seed+uint64(s.Index)*1000+uint64(inc), 10),
+		"CHAOSLAB_INCARNATION": strconv.Itoa(inc), "CHAOSLAB_SEED": strconv.FormatUint(f.seed(s, inc), 10),
 	})
 }

@@ -20,15 +20,13 @@ func TestWrongShard(t *testing.T) {
 	for _, key := range []string{"stream-1/partition-7", "stream-999/partition-1048575", ""} {
 		want, ok := table.Route(key)
 		require.True(t, ok)
-		require.Empty(t, l.wrongShard(key, []byte(`{"shard":`+itoa(want.ID)+`,"cell":"be-1"}`)))
-		require.Equal(t, "wrong shard", l.wrongShard(key, []byte(`{"shard":`+itoa((want.ID+1)%100)+`}`)))
+		require.Empty(t, l.wrongShard(key, []byte(`{"shard":`+strconv.Itoa(want.ID)+`,"cell":"be-1"}`)))
+		require.Equal(t, "wrong shard", l.wrongShard(key, []byte(`{"shard":`+strconv.Itoa((want.ID+1)%100)+`}`)))
 		require.Equal(t, "answer without a shard", l.wrongShard(key, []byte(`{"cell":"be-1"}`)))
 		require.Equal(t, "answer without a shard", l.wrongShard(key, []byte(`not json`)))
 	}
 	require.Empty(t, (&Load{}).wrongShard("k", nil), "no table, nothing to check")
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // A user's server is told where etcd and the table are, its name and its
 // limit, and runs under the same limits as chaoslab's own; on docker its

@@ -215,7 +215,7 @@ func (f *Fleet) program(s *Server, inc int, stderr io.Writer) lab.Program {
 	} else {
 		p.Agent = AgentName
 		p.Config = frontend.Config{Settings: c.Settings.Settings, ID: s.ID, Index: s.Index, Etcd: c.Etcd, Prefix: c.Prefix,
-			ListenHost: host, Advertise: adv, Seed: c.Env.Seed + uint64(s.Index)*1000 + uint64(inc)}
+			ListenHost: host, Advertise: adv, Seed: f.seed(s, inc)}
 	}
 	if c.GoMaxProcs > 0 {
 		p.Env = append(p.Env, "GOMAXPROCS="+strconv.Itoa(c.GoMaxProcs))
@@ -224,6 +224,11 @@ func (f *Fleet) program(s *Server, inc int, stderr io.Writer) lab.Program {
 	p.Limits = lab.Limits{Pids: c.ThreadLimit, CPUCores: c.CPUQuota}
 	p.Stderr, p.Stdout = stderr, func(line []byte) { s.listening(line) }
 	return p
+}
+
+// seed is the seed of one incarnation of a server, whichever program it runs.
+func (f *Fleet) seed(s *Server, inc int) uint64 {
+	return f.cfg.Env.Seed + uint64(s.Index)*1000 + uint64(inc)
 }
 
 // listening reads the addresses a server prints once it listens: the
