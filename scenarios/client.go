@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -39,6 +40,9 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 	if err := setIn(root, []string{"expect", name}, "held"); err != nil {
 		return nil, "", nil, err
 	}
+	if err := optionalUnmeasured(s, root); err != nil {
+		return nil, "", nil, err
+	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -53,6 +57,33 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 		return nil, "", nil, fmt.Errorf("add client to %s: %w", s.ID, err)
 	}
 	return out, name, buf.Bytes(), nil
+}
+
+// optionalUnmeasured marks optional the hypotheses on metrics that the
+// kind cannot measure from outside a user's program (Contract.NotMeasured):
+// they are judged only where they are measured (the kind's own variants).
+func optionalUnmeasured(s *Scenario, root *yaml.Node) error {
+	st, err := s.WorkloadFor(s.VariantNames()[0])
+	if err != nil {
+		return err
+	}
+	host, ok := st.(lab.ClientHost)
+	if !ok {
+		return nil
+	}
+	not := host.Contract().NotMeasured
+	j := keyIndex(root, "hypotheses")
+	if len(not) == 0 || j < 0 || root.Content[j+1].Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, h := range root.Content[j+1].Content {
+		if k := keyIndex(h, "metric"); k >= 0 && slices.Contains(not, h.Content[k+1].Value) {
+			if err := setIn(h, []string{"optional"}, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)

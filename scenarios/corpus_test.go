@@ -145,3 +145,25 @@ func TestClientVariantNameFits(t *testing.T) {
 	require.Equal(t, name, got)
 	require.Contains(t, s2.Variants, name)
 }
+
+// A user's program is not judged on what only the kind's own client
+// measures (IL-0206's read latency, timed inside the app): with --client
+// that hypothesis is optional, in the variant's copy of the scenario too.
+func TestClientHypothesesOptionalWhereNotMeasured(t *testing.T) {
+	withSeeds(t)
+	src, err := os.ReadFile("il-0206-consul-agent-oom-primary-fallback.yaml")
+	require.NoError(t, err)
+	s, err := scenarios.Parse("scenarios/il-0206-consul-agent-oom-primary-fallback.yaml", src)
+	require.NoError(t, err)
+	s2, name, out, err := scenarios.WithClient(s, src, lab.ClientProgram{Command: []string{"./app"}})
+	require.NoError(t, err)
+	require.Equal(t, "app", name)
+	optional := map[string]bool{}
+	for _, h := range s2.Hypotheses {
+		optional[h.ID] = h.Optional
+	}
+	require.Equal(t, map[string]bool{"reads-on-replicas": false, "read-p99": true}, optional)
+	back, err := scenarios.Parse("copy.yaml", out)
+	require.NoError(t, err)
+	require.Equal(t, s2.Hypotheses, back.Hypotheses, "the report's copy re-checks the same way")
+}

@@ -339,7 +339,11 @@ func showContract(out io.Writer, s *scenarios.Scenario, j bool) error {
 	if j {
 		return writeJSON(out, c)
 	}
-	fmt.Fprintf(out, "# %s: your program as %s\n\nrun it: chaoslab run %s --client 'COMMAND' (on docker also --client-image IMAGE)\n\nIt is told (environment):\n", s.ID, c.Role, s.ID)
+	where := "(on docker also --client-image IMAGE)"
+	if c.LocalOnly {
+		where = "(on the local placement only)"
+	}
+	fmt.Fprintf(out, "# %s: your program as %s\n\nrun it: chaoslab run %s --client 'COMMAND' %s\n\nIt is told (environment):\n", s.ID, c.Role, s.ID, where)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, e := range c.Env {
 		fmt.Fprintf(tw, "  %s\t%s\n", e.Name, e.What)
@@ -350,7 +354,9 @@ func showContract(out io.Writer, s *scenarios.Scenario, j bool) error {
 	for _, part := range []struct {
 		title string
 		items []string
-	}{{"It must", c.Must}, {"The lab measures, from the outside", c.Measured}, {"Examples", c.Examples}} {
+	}{{"It must", c.Must}, {"The lab measures, from the outside", c.Measured},
+		{"Not measured for your program (only the lab's own client times them; hypotheses on them are judged where measured)", c.NotMeasured},
+		{"Examples", c.Examples}} {
 		if len(part.items) == 0 {
 			continue
 		}

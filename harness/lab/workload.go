@@ -137,6 +137,13 @@ type Contract struct {
 	Must []string `json:"must"`
 	// Measured is what the lab measures of it from the outside.
 	Measured []string `json:"measured"`
+	// NotMeasured are the kind's metrics that only its own client reports
+	// (a latency timed inside the app): with a user's program they are not
+	// measured, and hypotheses on them are judged only if they are.
+	NotMeasured []string `json:"not_measured,omitempty"`
+	// LocalOnly: the program runs on the local placement only (what it is
+	// told are this machine's loopback addresses).
+	LocalOnly bool `json:"local_only,omitempty"`
 	// Examples are programs that keep the contract, from the repository's root.
 	Examples []string `json:"examples,omitempty"`
 }

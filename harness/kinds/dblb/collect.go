@@ -34,6 +34,8 @@ func (w *workload) collectApp(r *lab.Result) {
 		s, at := ss[i], float64(t)+0.5
 		if n := s.primaryReads + s.replicaReads; n > 0 {
 			r.Add(SeriesPrimaryShare, "app", "share", at, float64(s.primaryReads)/float64(n))
+		}
+		if len(s.readMS) > 0 {
 			r.Add(SeriesReadP50, "app", "ms", at, quantile(s.readMS, 0.5))
 			r.Add(SeriesReadP99, "app", "ms", at, quantile(s.readMS, 0.99))
 		}
@@ -50,12 +52,17 @@ func (w *workload) collectDB(r *lab.Result) {
 	samples := append([]dbSample(nil), w.samples...)
 	w.mu.Unlock()
 	names := w.serverNames()
+	var served dbSample // the last sample that counted the servers' statements
 	for i, d := range samples {
 		r.Add(SeriesNoReplicas, "app", "processes", d.t, float64(d.noReplica))
 		if d.ok[0] {
 			p := d.servers[0]
 			r.Add(SeriesActive, "primary", "connections", d.t, float64(p.Active))
 			r.Add(SeriesSaturation, "primary", "share", d.t, float64(p.Connections)/float64(w.s.MaxConnections))
+		}
+		if d.arrived != nil {
+			addPodShares(r, served, d)
+			served = d
 		}
 		if i == 0 {
 			continue
@@ -100,6 +107,10 @@ func (w *workload) collectPods(r *lab.Result) {
 				r.Add(SeriesLookups, fmt.Sprintf("pod-%d %s", i+1, what), "lookups", d.t, float64(c[k]))
 			}
 		}
+	}
+	if w.s.Program != nil {
+		w.collectPrograms(r, samples)
+		return
 	}
 	r.SetMetric("app.processes_without_replicas.max", maxNo)
 	var tot [3]int64
@@ -161,4 +172,55 @@ func allOK(ok []bool) bool {
 		}
 	}
 	return len(ok) > 0
+}
+
+// addPodShares adds, for a user's pods, each pod's share of its reads
+// that went to the primary between two samples (counted at the servers).
+func addPodShares(r *lab.Result, prev, cur dbSample) {
+	if prev.arrived == nil || cur.arrived == nil {
+		return
+	}
+	for i := range cur.arrived[0] {
+		var primary, all int64
+		for j := range cur.arrived {
+			d := cur.arrived[j][i].reads - prev.arrived[j][i].reads
+			all += d
+			if j == 0 {
+				primary += d
+			}
+		}
+		if all > 0 {
+			r.Add(SeriesPrimaryShare, fmt.Sprintf("pod-%02d", i+1), "share", cur.t, float64(primary)/float64(all))
+		}
+	}
+}
+
+// collectPrograms: a user's pods as the report's instances (starts,
+// exits, statements the servers started), and their lookups at the
+// forwarders.
+func (w *workload) collectPrograms(r *lab.Result, samples []dbSample) {
+	var last dbSample
+	for _, d := range samples {
+		if d.arrived != nil {
+			last = d
+		}
+	}
+	var tot [3]int64
+	if n := len(samples); n > 0 {
+		for _, c := range samples[n-1].lookups {
+			for k := range tot {
+				tot[k] += c[k]
+			}
+		}
+	}
+	for i := range w.group.Len() { // exits before the first fault fail the steady state
+		in := w.group.Summary(i, nil)
+		for j := range last.arrived {
+			in.Requests += last.arrived[j][i].reads + last.arrived[j][i].writes
+		}
+		r.Clients = append(r.Clients, in)
+	}
+	r.SetMetric("pods.lookups_answered", float64(tot[0]))
+	r.SetMetric("pods.lookups_empty", float64(tot[1]))
+	r.SetMetric("pods.lookups_failed", float64(tot[2]))
 }

@@ -123,3 +123,58 @@ func TestQuantile(t *testing.T) {
 		t.Fatalf("p99 %g", q)
 	}
 }
+
+// The forwarder answers over TCP and UDP, and counts what its pod got:
+// replicas, an empty reply, no reply from the agent (its own SERVFAIL).
+func TestForwarderCountsLookups(t *testing.T) {
+	var code atomic.Int32
+	up := dnsStub(t, func() dnsmessage.RCode { return dnsmessage.RCode(code.Load()) }, []uint16{5433})
+	f, err := startForwarder(up, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	if a := lookupSRV(ctx, f.Addr(), replicaName, time.Second, 1); len(a.Hosts) != 1 {
+		t.Fatalf("over TCP: %+v", a)
+	}
+	q, err := query(replicaName, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("udp", f.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(q[2:]); err != nil { // UDP: no length prefix
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := parse(buf[:n]); len(a.Hosts) != 1 {
+		t.Fatalf("over UDP: %+v", a)
+	}
+	code.Store(int32(dnsmessage.RCodeNameError))
+	if a := lookupSRV(ctx, f.Addr(), replicaName, time.Second, 3); !a.Empty() {
+		t.Fatalf("NXDOMAIN: %+v", a)
+	}
+	if got := f.lookups(); got != [3]int64{2, 1, 0} {
+		t.Fatalf("answered, empty, failed = %v, want [2 1 0]", got)
+	}
+	dead, err := startForwarder("127.0.0.1:1", time.Second, nil) // the agent is dead
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	if a := lookupSRV(ctx, dead.Addr(), replicaName, time.Second, 4); !a.Empty() || a.RCode != dnsmessage.RCodeServerFailure {
+		t.Fatalf("dead agent: %+v", a)
+	}
+	if got := dead.lookups(); got != [3]int64{0, 0, 1} {
+		t.Fatalf("dead agent: answered, empty, failed = %v, want [0 0 1]", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -20,24 +21,44 @@ import (
 // and the agent: it relays each TCP query to the agent and, when the
 // agent does not answer (refused while dead, reset, timed out), answers
 // SERVFAIL itself. To the app a dead agent is then an empty reply, not a
-// lookup error.
+// lookup error. It takes queries over TCP and, on the same port, over UDP
+// (relayed over TCP), and counts what it answered: the pod's lookups as
+// seen from outside the app.
 type forwarder struct {
 	ln       net.Listener
+	pc       net.PacketConn
 	upstream string
 	timeout  time.Duration
 	log      *slog.Logger
 	wg       sync.WaitGroup
+
+	// answered: a reply with at least one SRV record; empty: a reply of
+	// the agent's with none (NOERROR empty, NXDOMAIN, its own SERVFAIL);
+	// failed: no reply from the agent (the forwarder's SERVFAIL).
+	answered, empty, failed atomic.Int64
 }
 
-// startForwarder listens on a free loopback port and relays to upstream.
+// startForwarder listens on a free loopback port (TCP and UDP) and relays
+// to upstream.
 func startForwarder(upstream string, timeout time.Duration, log *slog.Logger) (*forwarder, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("start dns forwarder: %w", err)
+	var last error
+	for range 10 { // the UDP port of a free TCP port may be taken
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("start dns forwarder: %w", err)
+		}
+		pc, err := net.ListenPacket("udp", ln.Addr().String())
+		if err != nil {
+			ln.Close()
+			last = err
+			continue
+		}
+		f := &forwarder{ln: ln, pc: pc, upstream: upstream, timeout: timeout, log: log}
+		f.wg.Go(f.serve)
+		f.wg.Go(f.serveUDP)
+		return f, nil
 	}
-	f := &forwarder{ln: ln, upstream: upstream, timeout: timeout, log: log}
-	f.wg.Go(f.serve)
-	return f, nil
+	return nil, fmt.Errorf("start dns forwarder: %w", last)
 }
 
 // Addr is where the pod's processes ask.
@@ -61,13 +82,63 @@ func (f *forwarder) handle(c net.Conn) {
 	if err != nil {
 		return
 	}
-	reply, err := f.relay(q)
-	if err != nil {
-		if reply, err = servfail(q); err != nil {
+	if reply := f.answer(q); reply != nil {
+		_ = writeMsg(c, reply)
+	}
+}
+
+// serveUDP answers queries over UDP, each relayed over TCP.
+func (f *forwarder) serveUDP() {
+	buf := make([]byte, 0xffff)
+	for {
+		n, from, err := f.pc.ReadFrom(buf)
+		if err != nil {
 			return
 		}
+		q := append([]byte(nil), buf[:n]...)
+		f.wg.Go(func() {
+			if reply := f.answer(q); reply != nil {
+				_, _ = f.pc.WriteTo(reply, from)
+			}
+		})
 	}
-	_ = writeMsg(c, reply)
+}
+
+// answer is the reply to q: the agent's, or SERVFAIL; nil when q is not a
+// DNS message.
+func (f *forwarder) answer(q []byte) []byte {
+	reply, err := f.relay(q)
+	if err != nil {
+		f.failed.Add(1)
+		reply, _ = servfail(q)
+		return reply
+	}
+	if srvRecords(reply) > 0 {
+		f.answered.Add(1)
+	} else {
+		f.empty.Add(1)
+	}
+	return reply
+}
+
+// srvRecords counts the SRV records of a successful reply.
+func srvRecords(reply []byte) int {
+	var m dnsmessage.Message
+	if err := m.Unpack(reply); err != nil || m.Header.RCode != dnsmessage.RCodeSuccess {
+		return 0
+	}
+	n := 0
+	for _, a := range m.Answers {
+		if a.Header.Type == dnsmessage.TypeSRV {
+			n++
+		}
+	}
+	return n
+}
+
+// lookups are the forwarder's counts: answered, empty, failed.
+func (f *forwarder) lookups() [3]int64 {
+	return [3]int64{f.answered.Load(), f.empty.Load(), f.failed.Load()}
 }
 
 func (f *forwarder) relay(q []byte) ([]byte, error) {
@@ -121,7 +192,7 @@ func writeMsg(c io.Writer, m []byte) error {
 
 // Close stops listening and waits for the queries in flight.
 func (f *forwarder) Close() error {
-	err := f.ln.Close()
+	err := errors.Join(f.ln.Close(), f.pc.Close())
 	f.wg.Wait()
 	return err
 }

@@ -97,6 +97,11 @@ type Settings struct {
 	MaxConnections int `yaml:"max_connections" json:"max_connections"`
 	// Rows is the size of the table reads aggregate over.
 	Rows int `yaml:"rows" json:"rows"`
+	// Program, when set, is a user's app pod run in place of chaoslab's
+	// own, one per client agent (the discovery, pool and timeout settings
+	// above then only describe the built-in one; the rates are what each
+	// pod is asked for): see Contract and docs/bring-your-own-client.md.
+	Program *lab.ClientProgram `yaml:"program,omitempty" json:"program,omitempty"`
 }
 
 // NewSettings are the defaults.
@@ -129,6 +134,10 @@ func (s *Settings) Check() []lab.Problem {
 	c.Msg("primary_cpu", lab.CheckCPUs(s.PrimaryCPU, true))
 	c.Need(s.Replicas >= 1 && s.Replicas <= 8, "replicas", "want 1 to 8, got %d", s.Replicas)
 	c.Need(s.MaxConnections >= 10 && s.MaxConnections <= 10000, "max_connections", "want 10 to 10000, got %d", s.MaxConnections)
+	if s.Program != nil {
+		c = append(c, lab.Under("program", s.Program.Check())...)
+		c.Need(s.Resolver == ResolverForwarder, "resolver", "a user's app pod asks its pod's forwarder, which counts its lookups: want %q", ResolverForwarder)
+	}
 	return c
 }
 
@@ -138,14 +147,25 @@ func (s *Settings) Facts() []lab.Fact {
 	if s.Discovery == DiscoveryLater {
 		disc = "later: a reply with no host or no reply keeps the list; up to 3 retries after 0.1-0.2 s"
 	}
-	return []lab.Fact{
+	facts := []lab.Fact{
 		{Name: "Kind", Value: KindName},
-		{Name: "App pods", Value: fmt.Sprintf("one per Consul client agent, %d processes each (each its own discovery and pools of %d connections per server)", s.Processes, s.PoolSize)},
-		{Name: "Discovery", Value: fmt.Sprintf("replica.patroni.service.consul SRV over TCP at the pod's agent every %s + rand(0..%s) (GitLab's 60 s + 0..10 s, scaled 1/20); %s", s.Interval, s.Jitter, disc)},
-		{Name: "DNS path", Value: map[string]string{ResolverForwarder: "a forwarder per pod in front of its agent (SERVFAIL when the agent does not answer)", ResolverDirect: "the agent's own DNS port (a dead agent refuses)"}[s.Resolver]},
-		{Name: "Load", Value: fmt.Sprintf("%g reads/s and %g writes/s per process (open loop), queries time out after %s", s.ReadRate, s.WriteRate, s.QueryTimeout)},
-		{Name: "PostgreSQL", Value: fmt.Sprintf("15, a primary held to %g cores and %d streaming replicas, max_connections %d, %d rows, a read aggregates %d", s.PrimaryCPU, s.Replicas, s.MaxConnections, s.Rows, s.ReadRows)},
+		{Name: "App pods", Value: "one per Consul client agent; program: " + s.program()},
 	}
+	if s.Program != nil {
+		return append(facts,
+			lab.Fact{Name: "Load asked", Value: fmt.Sprintf("%g reads/s and %g writes/s per pod", s.ReadRate*float64(s.Processes), s.WriteRate*float64(s.Processes))},
+			lab.Fact{Name: "Measured at", Value: "each PostgreSQL server (pg_stat_statements, per pod's role) and each pod's DNS forwarder"},
+			s.pgFact())
+	}
+	return append(facts,
+		lab.Fact{Name: "Discovery", Value: fmt.Sprintf("replica.patroni.service.consul SRV over TCP at the pod's agent every %s + rand(0..%s) (GitLab's 60 s + 0..10 s, scaled 1/20); %s", s.Interval, s.Jitter, disc)},
+		lab.Fact{Name: "DNS path", Value: map[string]string{ResolverForwarder: "a forwarder per pod in front of its agent (SERVFAIL when the agent does not answer)", ResolverDirect: "the agent's own DNS port (a dead agent refuses)"}[s.Resolver]},
+		lab.Fact{Name: "Load", Value: fmt.Sprintf("%g reads/s and %g writes/s per process (open loop), queries time out after %s", s.ReadRate, s.WriteRate, s.QueryTimeout)},
+		s.pgFact())
+}
+
+func (s *Settings) pgFact() lab.Fact {
+	return lab.Fact{Name: "PostgreSQL", Value: fmt.Sprintf("15, a primary held to %g cores and %d streaming replicas, max_connections %d, %d rows, a read aggregates %d", s.PrimaryCPU, s.Replicas, s.MaxConnections, s.Rows, s.ReadRows)}
 }
 
 // kind is rails-db-lb.

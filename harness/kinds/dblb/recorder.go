@@ -50,6 +50,23 @@ func (r *recorder) request(began time.Time, write, primary bool, took time.Durat
 	s.readMS = append(s.readMS, float64(took)/float64(time.Millisecond))
 }
 
+// served records reads and writes a user's pods sent, counted at the
+// servers as they started them (no latency, no failure: those are the
+// app's own view).
+func (r *recorder) served(at time.Time, primaryReads, replicaReads, writes int) {
+	i := int(at.Sub(r.t0) / time.Second)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.by[i]
+	if s == nil {
+		s = &second{}
+		r.by[i] = s
+	}
+	s.primaryReads += primaryReads
+	s.replicaReads += replicaReads
+	s.writes += writes
+}
+
 // seconds are the recorded seconds in order, with their start on the clock.
 func (r *recorder) seconds() (ts []int, ss []*second) {
 	r.mu.Lock()

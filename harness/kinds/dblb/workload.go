@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
 	"github.com/chaoslab/chaoslab/harness/kinds/dblb/pgcluster"
 	"github.com/chaoslab/chaoslab/harness/kinds/dblb/pgconsul"
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -28,6 +29,7 @@ type workload struct {
 	fwds   []*forwarder
 	agents []agentMeter
 	rec    *recorder
+	group  *instances.Group // a user's app pods (Settings.Program)
 
 	cancel context.CancelFunc
 	bg     sync.WaitGroup
@@ -35,6 +37,10 @@ type workload struct {
 
 	mu      sync.Mutex
 	samples []dbSample
+	// stmtLogs are the servers' statement logs (a user's pods), primary
+	// first; arrived what they counted so far, per server and pod.
+	stmtLogs []*pgcluster.StatementLog
+	arrived  [][]arrivals
 }
 
 // dbSample is one reading of every PostgreSQL server and of the pods.
@@ -45,6 +51,10 @@ type dbSample struct {
 	noReplica int
 	lookups   [][3]int64 // per pod: answered, empty, failed
 	agents    []agentMem // per client agent, in w.agents' order
+	// arrived is how many statements of a user's pods each server had
+	// started, per server (primary first) and pod, cumulative (its
+	// statement log); nil for the kind's own pods.
+	arrived [][]arrivals
 }
 
 func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, error) {
@@ -54,14 +64,23 @@ func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, erro
 // Seed starts PostgreSQL, fills the table, and registers the replicas at
 // a Consul server with their lag checks.
 func (w *workload) Seed(ctx context.Context) error {
-	pg, err := pgcluster.Start(ctx, w.env.Site, pgcluster.WithReplicas(w.s.Replicas), pgcluster.WithLogger(w.env.Log),
-		pgcluster.WithSetting("max_connections", strconv.Itoa(w.s.MaxConnections)), pgcluster.WithPrimaryCPU(w.s.PrimaryCPU))
+	opts := []pgcluster.Option{pgcluster.WithReplicas(w.s.Replicas), pgcluster.WithLogger(w.env.Log),
+		pgcluster.WithSetting("max_connections", strconv.Itoa(w.s.MaxConnections)), pgcluster.WithPrimaryCPU(w.s.PrimaryCPU)}
+	if w.s.Program != nil { // a user's pods are counted at the servers
+		opts = append(opts, pgcluster.WithStatementLog())
+	}
+	pg, err := pgcluster.Start(ctx, w.env.Site, opts...)
 	if err != nil {
 		return fmt.Errorf("seed database: %w", err)
 	}
 	w.pg = pg
 	if err := w.fill(ctx); err != nil {
 		return err
+	}
+	if w.s.Program != nil {
+		if err := w.programSeed(ctx); err != nil {
+			return err
+		}
 	}
 	srv, err := consul.ServerAPI(w.cluster)
 	if err != nil {
@@ -115,6 +134,7 @@ func (w *workload) Start(ctx context.Context) error {
 	}
 	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	rng := w.env.Rand(206)
+	asked := make([]string, len(dns))
 	for i, addr := range dns {
 		if w.s.Resolver == ResolverForwarder {
 			f, err := startForwarder(addr, w.s.LookupTimeout.D()/2, w.env.Log)
@@ -124,7 +144,11 @@ func (w *workload) Start(ctx context.Context) error {
 			w.fwds = append(w.fwds, f)
 			addr = f.Addr()
 		}
+		asked[i] = addr
 		for j := range w.s.Processes {
+			if w.s.Program != nil {
+				break
+			}
 			id := fmt.Sprintf("pod-%d-p%d", i+1, j+1)
 			p := newProcess(id, i, addr, w.pg.Primary().Addr(), w.s, w.rec, rng.Uint64())
 			w.procs = append(w.procs, p)
@@ -132,9 +156,12 @@ func (w *workload) Start(ctx context.Context) error {
 			w.bg.Go(func() { p.load(ctx, &w.reqs) })
 		}
 	}
+	if w.s.Program != nil {
+		w.startPrograms(ctx, asked)
+	}
 	w.agents = agentMeters(ctx, w.env, w.cluster)
 	w.bg.Go(func() { lab.Every(ctx, time.Second, func() { w.sample(ctx) }) })
-	w.env.Event("note", "harness", fmt.Sprintf("started %d app pods of %d processes, each pod asking its own agent (discovery %s)", len(dns), w.s.Processes, w.s.Discovery))
+	w.env.Event("note", "harness", fmt.Sprintf("started %d app pods (program: %s), each pod asking its own agent", len(dns), w.s.program()))
 	return nil
 }
 
@@ -162,14 +189,25 @@ func (w *workload) sample(ctx context.Context) {
 	for i := range len(pods) {
 		d.lookups = append(d.lookups, *pods[i])
 	}
+	if w.s.Program != nil {
+		for _, f := range w.fwds {
+			d.lookups = append(d.lookups, f.lookups())
+		}
+	}
 	d.agents = w.sampleAgents(ctx)
 	w.mu.Lock()
+	if w.s.Program != nil {
+		d.arrived = w.readStatements()
+	}
 	w.samples = append(w.samples, d)
 	w.mu.Unlock()
 }
 
 // Steady counts the processes with replicas listed.
 func (w *workload) Steady() lab.Steady {
+	if w.s.Program != nil {
+		return w.programSteady()
+	}
 	n := 0
 	for _, p := range w.procs {
 		if p.listed() > 0 {
@@ -207,6 +245,9 @@ func (w *workload) Stop(context.Context) error {
 	}
 	w.bg.Wait()
 	w.reqs.Wait()
+	if w.group != nil {
+		w.group.Stop()
+	}
 	for _, p := range w.procs {
 		p.close()
 	}

@@ -1,0 +1,138 @@
+package dblb
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/systems/consul"
+)
+
+// A user's app pods (Contract) run as programs, one per client agent; what
+// they do is counted outside them: their statements at each PostgreSQL
+// server under their role, their lookups at their pod's forwarder.
+
+// Preflight: a user's app pod is a command of this host (its forwarder
+// and the servers' addresses are this machine's loopback).
+func (kind) Preflight(p lab.Placement, s lab.Settings) error {
+	if st := s.(*Settings); st.Program != nil && !lab.RunsHostCommands(p) {
+		return fmt.Errorf("IL-0206's app pods with your program run on the local placement only: the pods' DNS forwarders and the servers' addresses they are told are this machine's loopback (--placement local)")
+	}
+	return nil
+}
+
+// programSeed prepares PostgreSQL for the user's pods: one role per pod,
+// allowed to read and write the table, whose statements every server logs
+// as they start (log_statement, set on the role: the lab's own queries are
+// not logged).
+func (w *workload) programSeed(ctx context.Context) error {
+	p := w.pg.Primary().Pool()
+	dns, err := consul.AgentDNSAddrs(w.cluster)
+	if err != nil {
+		return fmt.Errorf("prepare pod roles: %w", err)
+	}
+	for i := range dns {
+		role := podRole(i)
+		if _, err := p.Exec(ctx, fmt.Sprintf(`CREATE ROLE %[1]s LOGIN; ALTER ROLE %[1]s SET log_statement = 'all'; GRANT SELECT, UPDATE, INSERT ON items TO %[1]s`, role)); err != nil {
+			return fmt.Errorf("prepare pod roles: %w", err)
+		}
+	}
+	for _, srv := range w.pg.Servers() {
+		w.stmtLogs = append(w.stmtLogs, srv.StatementLog(rolePrefix))
+	}
+	return nil
+}
+
+// startPrograms starts the user's app pods, pod i asking dns[i].
+func (w *workload) startPrograms(ctx context.Context, dns []string) {
+	rng := w.env.Rand(206)
+	seeds := make([]uint64, len(dns))
+	for i := range seeds {
+		seeds[i] = rng.Uint64()
+	}
+	w.group = instances.Start(ctx, instances.Config{
+		Env: w.env, Count: len(dns), Prefix: "pod", Role: "app-pod", Restart: true, RestartDelay: time.Second,
+		Program: func(i, inc int) lab.Program { return w.s.Program.Program(w.programEnv(i, inc, dns[i], seeds[i])) },
+	})
+}
+
+// arrivals counts one pod's statements at one server: reads, writes.
+type arrivals struct{ reads, writes int64 }
+
+// readStatements reads the statements each server logged since the last
+// sample, records them at the second they started (reads at the primary,
+// server 0, and at the replicas; writes), and returns the counts so far:
+// arrived[server][pod]. Called under w.mu.
+func (w *workload) readStatements() [][]arrivals {
+	pods := len(w.fwds)
+	if w.arrived == nil {
+		w.arrived = make([][]arrivals, len(w.stmtLogs))
+		for j := range w.arrived {
+			w.arrived[j] = make([]arrivals, pods)
+		}
+	}
+	for j, l := range w.stmtLogs {
+		sts, err := l.Read()
+		if err != nil {
+			w.env.Log.Warn("read statements", "err", err)
+			continue
+		}
+		for _, st := range sts {
+			i, err := strconv.Atoi(strings.TrimPrefix(st.Role, rolePrefix))
+			if err != nil || i < 1 || i > pods {
+				continue
+			}
+			c := &w.arrived[j][i-1]
+			switch {
+			case st.Write:
+				c.writes++
+				w.rec.served(st.At, 0, 0, 1)
+			case j == 0:
+				c.reads++
+				w.rec.served(st.At, 1, 0, 0)
+			default:
+				c.reads++
+				w.rec.served(st.At, 0, 1, 0)
+			}
+		}
+	}
+	out := make([][]arrivals, len(w.arrived))
+	for j := range w.arrived {
+		out[j] = slices.Clone(w.arrived[j])
+	}
+	return out
+}
+
+// programSteady counts the pods whose reads reached a replica between the
+// last two samples.
+func (w *workload) programSteady() lab.Steady {
+	st := lab.Steady{Total: len(w.fwds), What: "app pods reading at a replica (counted at the replicas)"}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last [][]arrivals
+	for i := len(w.samples) - 1; i >= 0; i-- {
+		cur := w.samples[i].arrived
+		if cur == nil {
+			continue
+		}
+		if last == nil {
+			last = cur
+			continue
+		}
+		for p := range st.Total {
+			for j := 1; j < len(cur); j++ {
+				if last[j][p].reads > cur[j][p].reads {
+					st.Ready++
+					break
+				}
+			}
+		}
+		break
+	}
+	return st
+}
