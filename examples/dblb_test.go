@@ -31,8 +31,9 @@ func dblbApp(t *testing.T) string {
 // TestIntegration_ListEmptyingAppIsCaught: a Go app pod that empties its
 // replica list when a lookup finds none (what GitLab's code did) runs
 // under IL-0206's timeline. Its agents are OOM-killed, its lookups get
-// SERVFAIL, and the primary serves its reads: counted at the PostgreSQL
-// servers under the pod's role, not reported by the program.
+// SERVFAIL, and it sends its reads to the primary: counted on the wire by
+// the pods' proxies to the primary and in the replicas' statement logs,
+// not reported by the program.
 func TestIntegration_ListEmptyingAppIsCaught(t *testing.T) {
 	bin := dblbApp(t)
 	rec := &recorder{T: t}
@@ -43,7 +44,7 @@ func TestIntegration_ListEmptyingAppIsCaught(t *testing.T) {
 	v := r.Variants[0]
 	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
 	require.Contains(t, rec.errs[0], "reads-on-replicas")
-	// The deciding figure, against at most 0.2.
+	// The deciding figure, against at most 0.2: seed 1 measured 0.52.
 	require.GreaterOrEqual(t, float64(v.Metrics["app.primary_read_share.during_faults"]), 0.4, "2x past 0.2")
 	require.LessOrEqual(t, float64(v.Metrics["app.primary_read_share.before_faults"]), 0.05, "on the replicas before the trigger")
 	require.Positive(t, float64(v.Metrics["pods.lookups_failed"])+float64(v.Metrics["pods.lookups_empty"]), "lookups found no replica at the forwarders")
@@ -59,6 +60,7 @@ func TestIntegration_ListKeepingAppHolds(t *testing.T) {
 	t.Log(reports.Summary(r))
 	v := r.Variants[0]
 	require.Equal(t, verdict.Held, v.Verdict)
+	// Seed 1 measured 0: every read at a replica, 120 a second throughout.
 	require.LessOrEqual(t, float64(v.Metrics["app.primary_read_share.during_faults"]), 0.1, "2x inside 0.2")
 	require.Positive(t, float64(v.Metrics["agents.oom_kills"]), "the agents were OOM-killed all the same")
 	requireOutsideOnly(t, v)

@@ -51,6 +51,7 @@ fi
 go vet ./...
 # A module of a user's that imports labtest (examples/labtest-go) compiles.
 (cd examples/labtest-go && GOWORK=off go vet ./...)
+(cd examples/dblb-app-go && GOWORK=off go vet ./...)
 say "vet done"
 ./bin/gotestsum --format pkgname-and-test-fails --jsonfile "$out/unit.json" -- \
   -p 2 -count=1 -skip '^TestIntegration' "${pkgs[@]}"

@@ -23,7 +23,7 @@ func (s *Settings) Contract() lab.Contract {
 		Env: []lab.EnvVar{
 			{Name: "CHAOSLAB_DNS_SERVER", What: "host:port of the pod's DNS (TCP and UDP): its own agent, behind a forwarder that answers SERVFAIL when the agent does not"},
 			{Name: "CHAOSLAB_REPLICA_NAME", What: "the name to look up as SRV records: " + strings.TrimSuffix(replicaName, ".") + " (target host and port of each replica)"},
-			{Name: "CHAOSLAB_PG_PRIMARY", What: "host:port of the PostgreSQL primary"},
+			{Name: "CHAOSLAB_PG_PRIMARY", What: "host:port of the PostgreSQL primary (a proxy of the lab's, the pod's own, that counts the statements it sends there)"},
 			{Name: "CHAOSLAB_PG_USER", What: "the pod's PostgreSQL role (pod1, pod2...; no password); CHAOSLAB_PG_DATABASE the database (postgres)"},
 			{Name: "CHAOSLAB_POD_ID", What: "the pod's name (pod-01); CHAOSLAB_POD_INDEX its number (1)"},
 			{Name: "CHAOSLAB_READ_RATE", What: "reads a second the pod's users ask for (open loop); CHAOSLAB_WRITE_RATE writes a second"},
@@ -40,7 +40,7 @@ func (s *Settings) Contract() lab.Contract {
 			"be reading at a replica by the end of the warm-up (the steady-state check)",
 		},
 		Measured: []string{
-			"at every PostgreSQL server, the pod's reads (SELECT) and writes (INSERT, UPDATE, DELETE) as the server started them, from the server's own statement log for the pod's role (log_statement = all): where its reads went, per second, and the share that went to the primary while the fault lasted",
+			"where its reads (SELECT) and writes (INSERT, UPDATE, DELETE) went, per second: those sent to the primary counted on the wire by the pod's proxy (even when the saturated primary is too slow to start them), those sent to a replica from the replica's own statement log for the pod's role (log_statement = all); the share that went to the primary while the fault lasted",
 			"its DNS lookups at its pod's forwarder: answered with replicas, answered with none (empty, NXDOMAIN, the agent's SERVFAIL), not answered by the agent",
 			"the primary's connections and CPU, the agents' memory and OOM kills, the pod's exits",
 		},
@@ -54,11 +54,11 @@ func (s *Settings) Contract() lab.Contract {
 func podRole(i int) string { return rolePrefix + strconv.Itoa(i+1) }
 
 // programEnv is what a user's pod i is told (Contract).
-func (w *workload) programEnv(i, inc int, dns string, seed uint64) map[string]string {
+func (w *workload) programEnv(i, inc int, dns, primary string, seed uint64) map[string]string {
 	s := w.s
 	return map[string]string{
 		"CHAOSLAB_DNS_SERVER": dns, "CHAOSLAB_REPLICA_NAME": strings.TrimSuffix(replicaName, "."),
-		"CHAOSLAB_PG_PRIMARY": w.pg.Primary().Addr(), "CHAOSLAB_PG_USER": podRole(i), "CHAOSLAB_PG_DATABASE": "postgres",
+		"CHAOSLAB_PG_PRIMARY": primary, "CHAOSLAB_PG_USER": podRole(i), "CHAOSLAB_PG_DATABASE": "postgres",
 		"CHAOSLAB_POD_ID": fmt.Sprintf("pod-%02d", i+1), "CHAOSLAB_POD_INDEX": strconv.Itoa(i + 1),
 		"CHAOSLAB_READ_RATE":  strconv.FormatFloat(s.ReadRate*float64(s.Processes), 'g', -1, 64),
 		"CHAOSLAB_WRITE_RATE": strconv.FormatFloat(s.WriteRate*float64(s.Processes), 'g', -1, 64),

@@ -14,8 +14,10 @@ import (
 )
 
 // A user's app pods (Contract) run as programs, one per client agent; what
-// they do is counted outside them: their statements at each PostgreSQL
-// server under their role, their lookups at their pod's forwarder.
+// they do is counted outside them: the statements they send the primary
+// by a proxy of the lab's on their way, those they send a replica by the
+// replica's own statement log under their role, their lookups at their
+// pod's forwarder.
 
 // Preflight: a user's app pod is a command of this host (its forwarder
 // and the servers' addresses are this machine's loopback).
@@ -42,14 +44,29 @@ func (w *workload) programSeed(ctx context.Context) error {
 			return fmt.Errorf("prepare pod roles: %w", err)
 		}
 	}
-	for _, srv := range w.pg.Servers() {
+	for _, srv := range w.pg.Replicas() {
 		w.stmtLogs = append(w.stmtLogs, srv.StatementLog(rolePrefix))
 	}
 	return nil
 }
 
-// startPrograms starts the user's app pods, pod i asking dns[i].
-func (w *workload) startPrograms(ctx context.Context, dns []string) {
+// startPrograms starts the user's app pods, pod i asking dns[i] and
+// reaching the primary through a proxy of its own that counts what it
+// sends there.
+func (w *workload) startPrograms(ctx context.Context, dns []string) error {
+	w.arrived = make([][]arrivals, 1+len(w.stmtLogs))
+	for j := range w.arrived {
+		w.arrived[j] = make([]arrivals, len(dns))
+	}
+	primary := make([]string, len(dns))
+	for i := range dns {
+		px, err := startPGProxy(w.pg.Primary().Addr(), func(at time.Time, write bool) { w.atPrimary(i, at, write) })
+		if err != nil {
+			return err
+		}
+		w.proxies = append(w.proxies, px)
+		primary[i] = px.Addr()
+	}
 	rng := w.env.Rand(206)
 	seeds := make([]uint64, len(dns))
 	for i := range seeds {
@@ -57,26 +74,36 @@ func (w *workload) startPrograms(ctx context.Context, dns []string) {
 	}
 	w.group = instances.Start(ctx, instances.Config{
 		Env: w.env, Count: len(dns), Prefix: "pod", Role: "app-pod", Restart: true, RestartDelay: time.Second,
-		Program: func(i, inc int) lab.Program { return w.s.Program.Program(w.programEnv(i, inc, dns[i], seeds[i])) },
+		Program: func(i, inc int) lab.Program {
+			return w.s.Program.Program(w.programEnv(i, inc, dns[i], primary[i], seeds[i]))
+		},
 	})
+	return nil
+}
+
+// atPrimary counts a statement pod i sent to the primary.
+func (w *workload) atPrimary(i int, at time.Time, write bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if write {
+		w.arrived[0][i].writes++
+		w.rec.served(at, 0, 0, 1)
+		return
+	}
+	w.arrived[0][i].reads++
+	w.rec.served(at, 1, 0, 0)
 }
 
 // arrivals counts one pod's statements at one server: reads, writes.
 type arrivals struct{ reads, writes int64 }
 
-// readStatements reads the statements each server logged since the last
-// sample, records them at the second they started (reads at the primary,
-// server 0, and at the replicas; writes), and returns the counts so far:
-// arrived[server][pod]. Called under w.mu.
+// readStatements reads the statements each replica logged since the last
+// sample and records them at the second they started, and returns the
+// counts so far: arrived[server][pod], the primary (server 0) counted by
+// the pods' proxies. Called under w.mu.
 func (w *workload) readStatements() [][]arrivals {
 	pods := len(w.fwds)
-	if w.arrived == nil {
-		w.arrived = make([][]arrivals, len(w.stmtLogs))
-		for j := range w.arrived {
-			w.arrived[j] = make([]arrivals, pods)
-		}
-	}
-	for j, l := range w.stmtLogs {
+	for k, l := range w.stmtLogs {
 		sts, err := l.Read()
 		if err != nil {
 			w.env.Log.Warn("read statements", "err", err)
@@ -87,18 +114,14 @@ func (w *workload) readStatements() [][]arrivals {
 			if err != nil || i < 1 || i > pods {
 				continue
 			}
-			c := &w.arrived[j][i-1]
-			switch {
-			case st.Write:
+			c := &w.arrived[k+1][i-1]
+			if st.Write { // a replica refuses it; counted all the same
 				c.writes++
 				w.rec.served(st.At, 0, 0, 1)
-			case j == 0:
-				c.reads++
-				w.rec.served(st.At, 1, 0, 0)
-			default:
-				c.reads++
-				w.rec.served(st.At, 0, 1, 0)
+				continue
 			}
+			c.reads++
+			w.rec.served(st.At, 0, 1, 0)
 		}
 	}
 	out := make([][]arrivals, len(w.arrived))

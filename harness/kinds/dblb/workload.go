@@ -37,8 +37,10 @@ type workload struct {
 
 	mu      sync.Mutex
 	samples []dbSample
-	// stmtLogs are the servers' statement logs (a user's pods), primary
-	// first; arrived what they counted so far, per server and pod.
+	// A user's pods: proxies to the primary, the replicas' statement
+	// logs, and what they counted so far per server (primary first) and
+	// pod.
+	proxies  []*pgProxy
 	stmtLogs []*pgcluster.StatementLog
 	arrived  [][]arrivals
 }
@@ -157,7 +159,9 @@ func (w *workload) Start(ctx context.Context) error {
 		}
 	}
 	if w.s.Program != nil {
-		w.startPrograms(ctx, asked)
+		if err := w.startPrograms(ctx, asked); err != nil {
+			return fmt.Errorf("start pods: %w", err)
+		}
 	}
 	w.agents = agentMeters(ctx, w.env, w.cluster)
 	w.bg.Go(func() { lab.Every(ctx, time.Second, func() { w.sample(ctx) }) })
@@ -248,10 +252,13 @@ func (w *workload) Stop(context.Context) error {
 	if w.group != nil {
 		w.group.Stop()
 	}
+	var errs []error
+	for _, px := range w.proxies {
+		errs = append(errs, px.Close())
+	}
 	for _, p := range w.procs {
 		p.close()
 	}
-	var errs []error
 	for _, f := range w.fwds {
 		errs = append(errs, f.Close())
 	}
