@@ -81,8 +81,7 @@ func Keep(r *Report) KeptRun {
 	if r.Scenario != nil {
 		k.Scenario, k.Size = r.Scenario.ID, r.Scenario.Size
 	}
-	sum := sha256.Sum256([]byte(r.ScenarioYAML))
-	k.Digest = hex.EncodeToString(sum[:6])
+	k.Digest = Digest([]byte(r.ScenarioYAML))
 	if !r.EndedAt.IsZero() {
 		k.WallS = math.Round(r.EndedAt.Sub(r.StartedAt).Seconds())
 	}
@@ -225,8 +224,17 @@ type FigureSpread struct {
 	SmallestDeciding float64   // smallest factor among deciding runs (0: none)
 }
 
-// Rates groups kept runs by scenario, size and placement.
-func Rates(kept []KeptRun) []*RateGroup {
+// Digest identifies a scenario's text (KeptRun.Digest).
+func Digest(src []byte) string {
+	sum := sha256.Sum256(src)
+	return hex.EncodeToString(sum[:6])
+}
+
+// Rates groups kept runs by scenario, size and placement. current gives
+// the digest of each scenario's text as it is now (by id): only runs of
+// that text count; a scenario not in it counts the runs of its latest
+// run's text.
+func Rates(kept []KeptRun, current map[string]string) []*RateGroup {
 	byKey := map[string]*RateGroup{}
 	var order []string
 	latest := map[string]KeptRun{}
@@ -247,7 +255,11 @@ func Rates(kept []KeptRun) []*RateGroup {
 			if k.Scenario+"\x00"+k.Size+"\x00"+k.Placement != key {
 				continue
 			}
-			if k.Digest != latest[key].Digest {
+			want := latest[key].Digest
+			if d, ok := current[k.Scenario]; ok {
+				want = d
+			}
+			if k.Digest != want {
 				g.Stale++
 				continue
 			}

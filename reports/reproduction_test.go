@@ -3,6 +3,7 @@ package reports
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,7 +41,8 @@ func TestReproductionKeepsAndCounts(t *testing.T) {
 
 	old := kept[0]
 	old.RunID, old.Digest, old.StartedAt = "older", "000000000000", old.StartedAt.Add(-24*time.Hour)
-	groups := Rates(MergeKept(kept, []KeptRun{old}))
+	all := MergeKept(slices.Clone(kept), []KeptRun{old})
+	groups := Rates(all, nil)
 	require.Len(t, groups, 1)
 	g := groups[0]
 	require.Equal(t, "docker", g.Placement)
@@ -55,6 +57,12 @@ func TestReproductionKeepsAndCounts(t *testing.T) {
 		require.Equal(t, 3, f.Runs, f.Check)
 		require.Len(t, f.Observed, 3, f.Check)
 	}
+
+	// The scenario's text now is the older run's: only that run counts,
+	// however recent the others.
+	now := Rates(all, map[string]string{old.Scenario: old.Digest})[0]
+	require.Len(t, now.Runs, 1)
+	require.Equal(t, 3, now.Stale)
 
 	md := RatesMarkdown(groups, keep, time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
 	require.Contains(t, md, "| 2 of 3 | 21%-94% |")
@@ -72,10 +80,10 @@ func TestReproductionFlagsCloseFigures(t *testing.T) {
 		return KeptRun{RunID: id, Scenario: "s", Placement: "local", Digest: "d", Figures: []KeptFigure{
 			{Variant: "v", Expect: expect, Check: "peak", Op: "<=", Threshold: 10, Observed: verdict.Float(obs), Held: held}}}
 	}
-	g := Rates([]KeptRun{run("a", 2, verdict.Held, true), run("b", 6, verdict.Held, true)})[0]
+	g := Rates([]KeptRun{run("a", 2, verdict.Held, true), run("b", 6, verdict.Held, true)}, nil)[0]
 	require.True(t, g.Figures[0].Close(CloseFactor), "6 against at most 10 is 1.7x")
 	require.InDelta(t, 10.0/6, g.Figures[0].SmallestDeciding, 1e-9)
-	g = Rates([]KeptRun{run("a", 9, verdict.Violated, true), run("b", 40, verdict.Violated, false)})[0]
+	g = Rates([]KeptRun{run("a", 9, verdict.Violated, true), run("b", 40, verdict.Violated, false)}, nil)[0]
 	require.False(t, g.Figures[0].Close(CloseFactor), "the held 9 decides nothing; the broken 40 is 4x past")
 	require.Contains(t, RatesMarkdown([]*RateGroup{g}, "k", time.Now()), "| none |")
 }
@@ -88,7 +96,7 @@ func TestReproductionStrongestBreakDecides(t *testing.T) {
 		{Variant: "vulnerable", Expect: verdict.Violated, Check: "no-oom", Op: "==", Threshold: 0, Observed: 12},
 		{Variant: "vulnerable", Expect: verdict.Violated, Check: "fresh", Op: "<=", Threshold: 20, Observed: 26},
 	}
-	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}})[0]
+	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}}, nil)[0]
 	require.True(t, g.Figures[0].Deciding)
 	require.False(t, g.Figures[1].Deciding)
 	require.False(t, g.Figures[1].Close(CloseFactor))
@@ -101,7 +109,7 @@ func TestReproductionLeavesOutAborted(t *testing.T) {
 		{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Reproduced, Met: true},
 		{RunID: "b", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Aborted, Seed: 2},
 	}
-	g := Rates(runs)[0]
+	g := Rates(runs, nil)[0]
 	require.Len(t, g.Runs, 1)
 	require.Equal(t, 1, g.Reproduced)
 	require.Len(t, g.Aborted, 1)
@@ -113,6 +121,6 @@ func TestReproductionLeavesOutAborted(t *testing.T) {
 func TestReproductionBestIsNotClose(t *testing.T) {
 	one := verdict.Float(1)
 	figs := []KeptFigure{{Variant: "mitigated", Expect: verdict.Held, Check: "routes", Op: ">=", Threshold: 0.95, Observed: 1, Held: true, Best: &one}}
-	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}})[0]
+	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}}, nil)[0]
 	require.False(t, g.Figures[0].Close(CloseFactor))
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chaoslab/chaoslab/reports"
+	"github.com/chaoslab/chaoslab/scenarios"
 )
 
 func reproductionCmd() *cobra.Command {
@@ -50,7 +52,11 @@ Exit status: 0 when the table was written, 2 for an input error.`,
 			if err := reports.WriteKept(keep, kept); err != nil {
 				return err
 			}
-			md := reports.RatesMarkdown(reports.Rates(kept), keep, time.Now())
+			current, err := builtinDigests()
+			if err != nil {
+				return err
+			}
+			md := reports.RatesMarkdown(reports.Rates(kept, current), keep, time.Now())
 			if write == "-" {
 				_, err = fmt.Fprint(cmd.OutOrStdout(), md)
 				return err
@@ -81,4 +87,22 @@ func printNextSeed(cmd *cobra.Command, kept []reports.KeptRun, what string) erro
 	}
 	_, err := fmt.Fprintln(cmd.OutOrStdout(), next)
 	return err
+}
+
+// builtinDigests are the built-in scenarios' texts as this chaoslab has
+// them: runs of an earlier text are not counted with the current one.
+func builtinDigests() (map[string]string, error) {
+	all, err := scenarios.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, s := range all {
+		src, err := scenarios.ReadBuiltin(filepath.Base(s.Source))
+		if err != nil {
+			return nil, err
+		}
+		out[s.ID] = reports.Digest(src)
+	}
+	return out, nil
 }
