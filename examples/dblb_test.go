@@ -1,9 +1,6 @@
 package examples_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,12 +17,7 @@ const dblbScenario = "il-0206-consul-agent-oom-primary-fallback"
 func dblbApp(t *testing.T) string {
 	t.Helper()
 	labtest.SkipUnlessCgroups(t, "a real Consul datacenter, PostgreSQL and the agents' memory limits", "the agents' memory limit")
-	bin := filepath.Join(t.TempDir(), "dblb-app")
-	cmd := exec.Command("go", "build", "-C", "dblb-app-go", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "build examples/dblb-app-go: %s", out)
-	return bin
+	return goExample(t, "dblb-app-go", "dblb-app")
 }
 
 // TestIntegration_ListEmptyingAppIsCaught: a Go app pod that empties its

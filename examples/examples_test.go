@@ -38,13 +38,16 @@ func python(t *testing.T) string {
 }
 
 // pacedBinary builds the Go example, a module of its own.
-func pacedBinary(t *testing.T) string {
+func pacedBinary(t *testing.T) string { return goExample(t, "zk-paced-go", "zk-paced") }
+
+// goExample builds the Go example in dir (a module of its own) as name.
+func goExample(t *testing.T, dir, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "zk-paced")
-	cmd := exec.Command("go", "build", "-C", "zk-paced-go", "-o", bin, ".")
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-C", dir, "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "build examples/zk-paced-go: %s", out)
+	require.NoError(t, err, "build examples/%s: %s", dir, out)
 	return bin
 }
 

@@ -26,14 +26,9 @@ func newRecorder(t0 time.Time) *recorder { return &recorder{t0: t0, by: map[int]
 // the primary or a replica), how long it took, and whether it succeeded.
 // A request refused at once (the app's queue full) has took 0.
 func (r *recorder) request(began time.Time, write, primary bool, took time.Duration, ok bool) {
-	i := int(began.Sub(r.t0) / time.Second)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.by[i]
-	if s == nil {
-		s = &second{}
-		r.by[i] = s
-	}
+	s := r.second(began)
 	s.requests++
 	if !ok {
 		s.failed++
@@ -54,17 +49,23 @@ func (r *recorder) request(began time.Time, write, primary bool, took time.Durat
 // servers as they started them (no latency, no failure: those are the
 // app's own view).
 func (r *recorder) served(at time.Time, primaryReads, replicaReads, writes int) {
-	i := int(at.Sub(r.t0) / time.Second)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	s := r.second(at)
+	s.primaryReads += primaryReads
+	s.replicaReads += replicaReads
+	s.writes += writes
+}
+
+// second is the second t falls in, made on first use; under r.mu.
+func (r *recorder) second(t time.Time) *second {
+	i := int(t.Sub(r.t0) / time.Second)
 	s := r.by[i]
 	if s == nil {
 		s = &second{}
 		r.by[i] = s
 	}
-	s.primaryReads += primaryReads
-	s.replicaReads += replicaReads
-	s.writes += writes
+	return s
 }
 
 // seconds are the recorded seconds in order, with their start on the clock.
