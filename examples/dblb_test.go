@@ -23,9 +23,10 @@ func dblbApp(t *testing.T) string {
 // TestIntegration_ListEmptyingAppIsCaught: a Go app pod that empties its
 // replica list when a lookup finds none (what GitLab's code did) runs
 // under IL-0206's timeline. Its agents are OOM-killed, its lookups get
-// SERVFAIL, and it sends its reads to the primary: counted on the wire by
-// the pods' proxies to the primary and in the replicas' statement logs,
-// not reported by the program.
+// SERVFAIL, and its reads go to the primary, where its pools wait on a
+// saturated server: the replicas get few of the reads it was asked for,
+// counted in the replicas' statement logs (and what reaches the primary
+// on the wire by the pods' proxies), not reported by the program.
 func TestIntegration_ListEmptyingAppIsCaught(t *testing.T) {
 	bin := dblbApp(t)
 	rec := &recorder{T: t}
@@ -36,9 +37,11 @@ func TestIntegration_ListEmptyingAppIsCaught(t *testing.T) {
 	v := r.Variants[0]
 	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
 	require.Contains(t, rec.errs[0], "reads-on-replicas")
-	// The deciding figure, against at most 0.2: seed 1 measured 0.52.
+	// The deciding figure, against at most 0.2: the reads asked that no
+	// replica got, 0.48 to 0.80 over seeds 1-5.
 	require.GreaterOrEqual(t, float64(v.Metrics["app.primary_read_share.during_faults"]), 0.4, "2x past 0.2")
-	require.LessOrEqual(t, float64(v.Metrics["app.primary_read_share.before_faults"]), 0.05, "on the replicas before the trigger")
+	require.LessOrEqual(t, float64(v.Metrics["app.primary_read_share.before_faults"]), 0.1, "on the replicas before the trigger")
+	require.Contains(t, v.Metrics, "app.reads_sent_of_asked.during_faults")
 	require.Positive(t, float64(v.Metrics["pods.lookups_failed"])+float64(v.Metrics["pods.lookups_empty"]), "lookups found no replica at the forwarders")
 	requireOutsideOnly(t, v)
 }

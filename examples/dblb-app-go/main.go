@@ -7,7 +7,9 @@
 // gets a reply with no replica (an empty answer, NXDOMAIN, SERVFAIL)
 // replaces the list with an empty one, and every read goes to the primary
 // until a lookup finds replicas again. With -keep it keeps the last list
-// it had, and retries a failed lookup 3 times after 100-200 ms.
+// it had, and retries a failed lookup 3 times after 100-200 ms. The pod
+// runs -workers workers (Puma's), each with its own discovery, list and
+// pools, sharing the pod's rates.
 package main
 
 import (
@@ -41,6 +43,7 @@ type config struct {
 	interval, timeout            time.Duration
 	seed                         uint64
 	keep                         bool
+	workers                      int
 }
 
 func env(name string) string { return os.Getenv("CHAOSLAB_" + name) }
@@ -58,7 +61,10 @@ func load() config {
 		interval: time.Duration(number("DISCOVERY_INTERVAL_MS", 3000)) * time.Millisecond,
 		timeout:  time.Duration(number("QUERY_TIMEOUT_MS", 2000)) * time.Millisecond, seed: uint64(number("SEED", 1))}
 	flag.BoolVar(&c.keep, "keep", false, "keep the last replica list when a lookup fails or finds none")
+	flag.IntVar(&c.workers, "workers", 4, "workers in the pod, each with its own discovery, list and pools")
 	flag.Parse()
+	c.workers = max(c.workers, 1)
+	c.readRate, c.writeRate = c.readRate/float64(c.workers), c.writeRate/float64(c.workers)
 	return c
 }
 
@@ -69,17 +75,19 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	a := &app{c: c, rng: rand.New(rand.NewPCG(c.seed, 206)), pools: map[string]*pgxpool.Pool{}}
-	defer a.close()
 	var wg sync.WaitGroup
-	wg.Go(func() { a.discover(ctx) })
-	wg.Go(func() { a.every(ctx, c.readRate, a.read) })
-	wg.Go(func() { a.every(ctx, c.writeRate, a.write) })
+	for w := range c.workers {
+		a := &app{c: c, rng: rand.New(rand.NewPCG(c.seed, uint64(w))), pools: map[string]*pgxpool.Pool{}}
+		defer a.close()
+		wg.Go(func() { a.discover(ctx) })
+		wg.Go(func() { a.every(ctx, c.readRate, a.read) })
+		wg.Go(func() { a.every(ctx, c.writeRate, a.write) })
+	}
 	wg.Wait()
 	return nil
 }
 
-// app is the pod's state: its replica list and its pools.
+// app is one worker's state: its replica list and its pools.
 type app struct {
 	c     config
 	mu    sync.Mutex

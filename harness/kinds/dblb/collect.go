@@ -26,13 +26,48 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 	r.SetMetric("app.read_p99_ms.before_faults", quantile(before.readMS, 0.99))
 	r.SetMetric(MetricErrorRate, during.errorRate())
 	w.collectDBMetrics(r, fs, fe)
+	if w.s.Program != nil {
+		w.programShares(r, fs, fe)
+	}
 }
+
+// programShares: a user's pods are judged on the reads they were asked
+// for that no replica got. Those sent to the primary are counted at its
+// proxies, but a pod whose pool waits on a saturated primary holds reads
+// back that never reach it, and where they would have gone is not seen
+// from outside: asked and not sent to a replica counts as gone to the
+// primary (the figure the scenario's hypothesis bounds).
+func (w *workload) programShares(r *lab.Result, fs, fe float64) {
+	perS := w.askedPerS()
+	// The recorder's window holds the whole seconds that begin in it.
+	asked := func(from, to float64) float64 { return perS * (math.Ceil(to) - math.Ceil(from)) }
+	notReplica := func(from, to float64) float64 {
+		if asked(from, to) <= 0 {
+			return math.NaN()
+		}
+		return math.Max(0, 1-float64(w.rec.window(from, to).replicaReads)/asked(from, to))
+	}
+	r.SetMetric(MetricPrimaryShare, notReplica(fs, fe))
+	r.SetMetric("app.primary_read_share.before_faults", notReplica(fs-10, fs))
+	if during := w.rec.window(fs, fe); asked(fs, fe) > 0 {
+		r.SetMetric(MetricReadsSent, float64(during.primaryReads+during.replicaReads)/asked(fs, fe))
+	}
+}
+
+// askedPerS is the reads a second a user's pods are asked for, together.
+func (w *workload) askedPerS() float64 {
+	return w.s.ReadRate * float64(w.s.Processes) * float64(len(w.fwds))
+}
+
 
 func (w *workload) collectApp(r *lab.Result) {
 	ts, ss := w.rec.seconds()
 	for i, t := range ts {
 		s, at := ss[i], float64(t)+0.5
-		if n := s.primaryReads + s.replicaReads; n > 0 {
+		switch n := s.primaryReads + s.replicaReads; {
+		case w.s.Program != nil: // as judged: asked and not sent to a replica
+			r.Add(SeriesPrimaryShare, "app", "share", at, math.Max(0, 1-float64(s.replicaReads)/w.askedPerS()))
+		case n > 0:
 			r.Add(SeriesPrimaryShare, "app", "share", at, float64(s.primaryReads)/float64(n))
 		}
 		if len(s.readMS) > 0 {

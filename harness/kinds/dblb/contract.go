@@ -40,7 +40,7 @@ func (s *Settings) Contract() lab.Contract {
 			"be reading at a replica by the end of the warm-up (the steady-state check)",
 		},
 		Measured: []string{
-			"where its reads (SELECT) and writes (INSERT, UPDATE, DELETE) went, per second: those sent to the primary counted on the wire by the pod's proxy (even when the saturated primary is too slow to start them), those sent to a replica from the replica's own statement log for the pod's role (log_statement = all); the share that went to the primary while the fault lasted",
+			"where its reads (SELECT) and writes (INSERT, UPDATE, DELETE) went, per second: those sent to the primary counted on the wire by the pod's proxy (even when the saturated primary is too slow to start them), those sent to a replica from the replica's own statement log for the pod's role (log_statement = all); judged: the share of the reads it was asked for that no replica got while the fault lasted (sent to the primary, or held back waiting on it: a pool waiting on a saturated primary sends few; app.reads_sent_of_asked.during_faults says how many it sent)",
 			"its DNS lookups at its pod's forwarder: answered with replicas, answered with none (empty, NXDOMAIN, the agent's SERVFAIL), not answered by the agent",
 			"the primary's connections and CPU, the agents' memory and OOM kills, the pod's exits",
 		},

@@ -233,6 +233,9 @@ const (
 	MetricErrorRate    = "app.error_rate.during_faults"
 	// MetricAgentMemoryMax is the most memory any agent was charged.
 	MetricAgentMemoryMax = "agents.memory_mb.max"
+	// MetricReadsSent is, for a user's pods, the reads they sent anywhere
+	// over the reads they were asked for, while the faults lasted.
+	MetricReadsSent = "app.reads_sent_of_asked.during_faults"
 )
 
 func (kind) Metrics() []lab.MetricDef {
@@ -252,6 +255,7 @@ func (kind) Metrics() []lab.MetricDef {
 			Reducer: &lab.Reducer{Series: SeriesSaturation, Reduce: "max", Window: "during-faults"}},
 		{Name: "primary.active_connections.max", Unit: "connections", Doc: "most connections running a query at the primary while the faults lasted",
 			Reducer: &lab.Reducer{Series: SeriesActive, Reduce: "max", Window: "during-faults"}},
+		m(MetricReadsSent, "share", "a user's app pods only: the reads they sent (counted at the primary's proxies and the replicas' logs) over the reads they were asked for, while the faults lasted"),
 		m(MetricAgentMemoryMax, "MiB", "most memory any pod's Consul agent was charged (its cgroup, sampled each second): what its limit counts"),
 		m("primary.cpu_cores.during_faults", "cores", "the primary's mean CPU while the faults lasted"),
 		m("replicas.cpu_cores.during_faults", "cores", "the replicas' mean CPU (summed) while the faults lasted"),
