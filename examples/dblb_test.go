@@ -38,7 +38,7 @@ func TestIntegration_ListEmptyingAppIsCaught(t *testing.T) {
 	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
 	require.Contains(t, rec.errs[0], "reads-on-replicas")
 	// The deciding figure, against at most 0.2: the reads asked that no
-	// replica got, 0.48 to 0.80 over seeds 1-5.
+	// replica got, 0.59 to 0.77 over seeds 1-5 (it sent 26-42% of them).
 	require.GreaterOrEqual(t, float64(v.Metrics["app.primary_read_share.during_faults"]), 0.4, "2x past 0.2")
 	require.LessOrEqual(t, float64(v.Metrics["app.primary_read_share.before_faults"]), 0.1, "on the replicas before the trigger")
 	require.Contains(t, v.Metrics, "app.reads_sent_of_asked.during_faults")
