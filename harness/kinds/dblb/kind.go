@@ -154,7 +154,7 @@ func (s *Settings) Facts() []lab.Fact {
 	if s.Program != nil {
 		return append(facts,
 			lab.Fact{Name: "Load asked", Value: fmt.Sprintf("%g reads/s and %g writes/s per pod", s.ReadRate*float64(s.Processes), s.WriteRate*float64(s.Processes))},
-			lab.Fact{Name: "Measured at", Value: "each PostgreSQL server (pg_stat_statements, per pod's role) and each pod's DNS forwarder"},
+			lab.Fact{Name: "Measured at", Value: "each replica's statement log (the pod's role), each pod's proxy to the primary, each pod's DNS forwarder; judged: the reads asked that no replica got"},
 			s.pgFact())
 	}
 	return append(facts,
