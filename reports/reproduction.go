@@ -37,7 +37,20 @@ type KeptRun struct {
 	Verdict   verdict.Verdict `json:"verdict"`
 	Met       bool            `json:"expectation_met"`
 	Reason    string          `json:"reason,omitempty"`
-	Figures   []KeptFigure    `json:"figures"`
+	// LabFailed is set when the lab itself failed in a variant (a server
+	// that did not start, an engine that refused): the run says nothing
+	// of the incident, and is listed apart, not counted.
+	LabFailed string       `json:"lab_failed,omitempty"`
+	Figures   []KeptFigure `json:"figures"`
+}
+
+// labFailure is why the lab failed in the run, "" when it did not (runs
+// kept before LabFailed say so in their reason).
+func (k KeptRun) labFailure() string {
+	if k.LabFailed == "" && k.Verdict == verdict.Inconclusive && strings.Contains(k.Reason, "the lab failed") {
+		return k.Reason
+	}
+	return k.LabFailed
 }
 
 // KeptFigure is one judged figure of a run: a hypothesis of a variant
@@ -88,6 +101,9 @@ func Keep(r *Report) KeptRun {
 	for _, v := range r.Variants {
 		for _, c := range v.Hypotheses {
 			k.Figures = append(k.Figures, keptFigure(v.Name, v.Expect, c))
+		}
+		if v.LabError != "" && k.LabFailed == "" {
+			k.LabFailed = "variant " + v.Name + ": " + v.LabError
 		}
 	}
 	for _, c := range r.Comparisons {
@@ -201,8 +217,10 @@ type RateGroup struct {
 	// Stale counts runs of an earlier text of the scenario, not counted;
 	// Aborted lists runs interrupted before they could be judged (they
 	// measured nothing of the system), not counted either.
-	Stale      int
-	Aborted    []KeptRun
+	Stale   int
+	Aborted []KeptRun
+	// LabFailed lists runs in which the lab itself failed: not counted.
+	LabFailed  []KeptRun
 	Reproduced int
 	Low, High  float64
 	Figures    []FigureSpread
@@ -265,6 +283,10 @@ func Rates(kept []KeptRun, current map[string]string) []*RateGroup {
 			}
 			if k.Verdict == verdict.Aborted {
 				g.Aborted = append(g.Aborted, k)
+				continue
+			}
+			if k.labFailure() != "" {
+				g.LabFailed = append(g.LabFailed, k)
 				continue
 			}
 			g.Runs = append(g.Runs, k)

@@ -90,7 +90,16 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 	if len(g.Aborted) > 0 {
 		fmt.Fprintf(b, " %d runs were interrupted before they could be judged (seeds %s) and are not counted.", len(g.Aborted), seedList(g.Aborted))
 	}
+	if len(g.LabFailed) > 0 {
+		fmt.Fprintf(b, " In %d runs the lab itself failed (seeds %s): they say nothing of the incident and are not counted.", len(g.LabFailed), seedList(g.LabFailed))
+	}
 	b.WriteString("\n")
+	for _, r := range g.LabFailed {
+		fmt.Fprintf(b, "\n- seed %d (run %s), the lab failed: %s", r.Seed, r.RunID, r.labFailure())
+	}
+	if len(g.LabFailed) > 0 {
+		b.WriteString("\n")
+	}
 	if len(g.Runs) == 0 {
 		return
 	}

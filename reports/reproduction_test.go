@@ -116,6 +116,24 @@ func TestReproductionLeavesOutAborted(t *testing.T) {
 	require.Contains(t, RatesMarkdown([]*RateGroup{g}, "k", time.Now()), "1 runs were interrupted before they could be judged (seeds 2)")
 }
 
+// A run in which the lab itself failed (a server that could not bind its
+// port) says nothing of the incident: listed with its reason, not
+// counted; a run kept before the flag says so in its reason.
+func TestReproductionLeavesOutLabFailures(t *testing.T) {
+	runs := []KeptRun{
+		{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Reproduced, Met: true, Seed: 1},
+		{RunID: "b", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 2, LabFailed: "variant vulnerable: start etcd2: address already in use"},
+		{RunID: "c", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 3, Reason: "variant vulnerable: inconclusive (expected violated): the lab failed: sweep"},
+		{RunID: "d", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 4, Reason: "steady state: client-07 was OOM-killed"},
+	}
+	g := Rates(runs, nil)[0]
+	require.Len(t, g.Runs, 2, "the unsteady run counts against the scenario")
+	require.Len(t, g.LabFailed, 2)
+	md := RatesMarkdown([]*RateGroup{g}, "k", time.Now())
+	require.Contains(t, md, "In 2 runs the lab itself failed (seeds 2, 3)")
+	require.Contains(t, md, "the lab failed: variant vulnerable: start etcd2: address already in use")
+}
+
 // A share held at 1 against at least 0.95 could not have done better: it
 // is not flagged, however near its bound.
 func TestReproductionBestIsNotClose(t *testing.T) {
