@@ -95,7 +95,8 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 	}
 	b.WriteString("\n")
 	for _, r := range g.LabFailed {
-		fmt.Fprintf(b, "\n- seed %d (run %s), the lab failed: %s", r.Seed, r.RunID, r.labFailure())
+		first, _, _ := strings.Cut(r.labFailure(), "\n") // a log's tail follows
+		fmt.Fprintf(b, "\n- seed %d (run %s), the lab failed: %s", r.Seed, r.RunID, first)
 	}
 	if len(g.LabFailed) > 0 {
 		b.WriteString("\n")
