@@ -59,7 +59,6 @@ func (w *workload) askedPerS() float64 {
 	return w.s.ReadRate * float64(w.s.Processes) * float64(len(w.fwds))
 }
 
-
 func (w *workload) collectApp(r *lab.Result) {
 	ts, ss := w.rec.seconds()
 	for i, t := range ts {
