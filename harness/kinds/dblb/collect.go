@@ -64,7 +64,7 @@ func (w *workload) collectApp(r *lab.Result) {
 	for i, t := range ts {
 		s, at := ss[i], float64(t)+0.5
 		switch n := s.primaryReads + s.replicaReads; {
-		case w.s.Program != nil: // as judged: asked and not sent to a replica
+		case w.s.Program != nil && i > 0: // as judged: asked and not sent to a replica (from the pods' first second on)
 			r.Add(SeriesPrimaryShare, "app", "share", at, math.Max(0, 1-float64(s.replicaReads)/w.askedPerS()))
 		case n > 0:
 			r.Add(SeriesPrimaryShare, "app", "share", at, float64(s.primaryReads)/float64(n))
@@ -88,14 +88,16 @@ func (w *workload) collectDB(r *lab.Result) {
 	names := w.serverNames()
 	var served dbSample // the last sample that counted the servers' statements
 	for i, d := range samples {
-		r.Add(SeriesNoReplicas, "app", "processes", d.t, float64(d.noReplica))
+		if w.s.Program == nil { // a user's pods do not say what they list
+			r.Add(SeriesNoReplicas, "app", "processes", d.t, float64(d.noReplica))
+		}
 		if d.ok[0] {
 			p := d.servers[0]
 			r.Add(SeriesActive, "primary", "connections", d.t, float64(p.Active))
 			r.Add(SeriesSaturation, "primary", "share", d.t, float64(p.Connections)/float64(w.s.MaxConnections))
 		}
 		if d.arrived != nil {
-			addPodShares(r, served, d)
+			w.addPodShares(r, served, d)
 			served = d
 		}
 		if i == 0 {
@@ -113,7 +115,9 @@ func (w *workload) collectDB(r *lab.Result) {
 	}
 	r.SetLimit(SeriesSaturation, 1, fmt.Sprintf("max_connections %d", w.s.MaxConnections))
 	r.SetLimit(SeriesCPU, w.s.PrimaryCPU, fmt.Sprintf("the primary's CPU share, %g cores", w.s.PrimaryCPU))
-	r.SetLimit(SeriesNoReplicas, float64(len(w.procs)), fmt.Sprintf("all %d processes", len(w.procs)))
+	if w.s.Program == nil {
+		r.SetLimit(SeriesNoReplicas, float64(len(w.procs)), fmt.Sprintf("all %d processes", len(w.procs)))
+	}
 }
 
 func (w *workload) serverNames() []string {
@@ -208,24 +212,20 @@ func allOK(ok []bool) bool {
 	return len(ok) > 0
 }
 
-// addPodShares adds, for a user's pods, each pod's share of its reads
-// that went to the primary between two samples (counted at the servers).
-func addPodShares(r *lab.Result, prev, cur dbSample) {
-	if prev.arrived == nil || cur.arrived == nil {
+// addPodShares adds, for a user's pods, each pod's share of the reads it
+// was asked for between two samples that no replica got (as judged).
+func (w *workload) addPodShares(r *lab.Result, prev, cur dbSample) {
+	dt := cur.t - prev.t
+	if prev.arrived == nil || cur.arrived == nil || dt <= 0 {
 		return
 	}
+	asked := w.s.ReadRate * float64(w.s.Processes) * dt
 	for i := range cur.arrived[0] {
-		var primary, all int64
-		for j := range cur.arrived {
-			d := cur.arrived[j][i].reads - prev.arrived[j][i].reads
-			all += d
-			if j == 0 {
-				primary += d
-			}
+		var replica int64
+		for j := 1; j < len(cur.arrived); j++ {
+			replica += cur.arrived[j][i].reads - prev.arrived[j][i].reads
 		}
-		if all > 0 {
-			r.Add(SeriesPrimaryShare, fmt.Sprintf("pod-%02d", i+1), "share", cur.t, float64(primary)/float64(all))
-		}
+		r.Add(SeriesPrimaryShare, fmt.Sprintf("pod-%02d", i+1), "share", cur.t, math.Max(0, 1-float64(replica)/asked))
 	}
 }
 
