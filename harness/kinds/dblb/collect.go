@@ -221,9 +221,15 @@ func (w *workload) addPodShares(r *lab.Result, prev, cur dbSample) {
 	}
 	asked := w.s.ReadRate * float64(w.s.Processes) * dt
 	for i := range cur.arrived[0] {
-		var replica int64
-		for j := 1; j < len(cur.arrived); j++ {
-			replica += cur.arrived[j][i].reads - prev.arrived[j][i].reads
+		var replica, before int64
+		for j := range cur.arrived {
+			before += prev.arrived[j][i].reads
+			if j > 0 {
+				replica += cur.arrived[j][i].reads - prev.arrived[j][i].reads
+			}
+		}
+		if before == 0 {
+			continue // the pod has not started reading yet
 		}
 		r.Add(SeriesPrimaryShare, fmt.Sprintf("pod-%02d", i+1), "share", cur.t, math.Max(0, 1-float64(replica)/asked))
 	}
