@@ -22,7 +22,7 @@ import (
 // Preflight: a user's app pod is a command of this host (its forwarder
 // and the servers' addresses are this machine's loopback).
 func (kind) Preflight(p lab.Placement, s lab.Settings) error {
-	if st := s.(*Settings); st.Program != nil && !lab.RunsHostCommands(p) {
+	if st := s.(*Settings); st.Program != nil && st.Contract().LocalOnly && !lab.RunsHostCommands(p) {
 		return fmt.Errorf("IL-0206's app pods with your program run on the local placement only: the pods' DNS forwarders and the servers' addresses they are told are this machine's loopback (--placement local)")
 	}
 	return nil
@@ -87,11 +87,11 @@ func (w *workload) atPrimary(i int, at time.Time, write bool) {
 	defer w.mu.Unlock()
 	if write {
 		w.arrived[0][i].writes++
-		w.rec.served(at, 0, 0, 1)
+		w.rec.sent(at, 0, 0, 1)
 		return
 	}
 	w.arrived[0][i].reads++
-	w.rec.served(at, 1, 0, 0)
+	w.rec.sent(at, 1, 0, 0)
 }
 
 // arrivals counts one pod's statements at one server: reads, writes.
@@ -117,11 +117,11 @@ func (w *workload) readStatements() [][]arrivals {
 			c := &w.arrived[k+1][i-1]
 			if st.Write { // a replica refuses it; counted all the same
 				c.writes++
-				w.rec.served(st.At, 0, 0, 1)
+				w.rec.sent(st.At, 0, 0, 1)
 				continue
 			}
 			c.reads++
-			w.rec.served(st.At, 0, 1, 0)
+			w.rec.sent(st.At, 0, 1, 0)
 		}
 	}
 	out := make([][]arrivals, len(w.arrived))

@@ -45,10 +45,10 @@ func (r *recorder) request(began time.Time, write, primary bool, took time.Durat
 	s.readMS = append(s.readMS, float64(took)/float64(time.Millisecond))
 }
 
-// served records reads and writes a user's pods sent, counted at the
-// servers as they started them (no latency, no failure: those are the
-// app's own view).
-func (r *recorder) served(at time.Time, primaryReads, replicaReads, writes int) {
+// sent records reads and writes a user's pods sent: to the primary as
+// its proxies saw them, to a replica as it started them (no latency, no
+// failure: those are the app's own view).
+func (r *recorder) sent(at time.Time, primaryReads, replicaReads, writes int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.second(at)
