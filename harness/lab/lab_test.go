@@ -154,6 +154,23 @@ func TestReducers(t *testing.T) {
 	// No fault ran: a fault window does not exist.
 	_, ok = r.Apply(series, Timeline{End: 6})
 	require.False(t, ok)
+	// rate is a cumulative series' growth per second over the window,
+	// the fastest source's.
+	count := []*Series{
+		{Name: "n", Source: "a", Points: pts(0, 10, 20, 60, 100, 110, 120)},
+		{Name: "n", Source: "b", Points: pts(0, 1, 2, 3, math.NaN(), 5, 6)},
+	}
+	for expr, want := range map[string]float64{
+		"rate(n)@before-fault":  10, // a: 10 to 20 over t=1..2
+		"rate(n)@during-faults": 40, // a: 20 to 100 over t=2..4
+		"rate(n)":               20, // a: 0 to 120 over 6 s
+	} {
+		r, _, err := ParseReducer(expr)
+		require.NoError(t, err, expr)
+		got, ok := r.Apply(count, tl)
+		require.True(t, ok, expr)
+		require.InDelta(t, want, got, 1e-9, expr)
+	}
 	// mean pools every point of every source.
 	mean, _, _ := ParseReducer("mean(q)")
 	got, _ = mean.Apply(series, tl)

@@ -28,20 +28,20 @@ type MetricDef struct {
 // Reducer reduces a series over a window of the timeline to one figure.
 type Reducer struct {
 	Series string `yaml:"series" json:"series"`
-	// Reduce is max, min, mean, last, time_above, time_below or
+	// Reduce is max, min, mean, last, rate, time_above, time_below or
 	// recover_below.
 	Reduce string `yaml:"reduce" json:"reduce"`
 	// Bound is the threshold of time_above, time_below and recover_below.
 	Bound float64 `yaml:"bound,omitempty" json:"bound,omitempty"`
-	// Window is all (default), after-warmup, from-fault, during-faults or
-	// after-faults.
+	// Window is all (default), after-warmup, before-fault, from-fault,
+	// during-faults or after-faults.
 	Window string `yaml:"window,omitempty" json:"window,omitempty"`
 }
 
 // Reduces and Windows are the names a Reducer takes.
 var (
-	Reduces = []string{"max", "min", "mean", "last", "time_above", "time_below", "recover_below"}
-	Windows = []string{"all", "after-warmup", "from-fault", "during-faults", "after-faults"}
+	Reduces = []string{"max", "min", "mean", "last", "rate", "time_above", "time_below", "recover_below"}
+	Windows = []string{"all", "after-warmup", "before-fault", "from-fault", "during-faults", "after-faults"}
 )
 
 // Name is the reducer's canonical metric name, e.g.
@@ -122,6 +122,9 @@ func (t Timeline) span(window string) (from, to float64, ok bool) {
 		return math.Inf(-1), end, true
 	case "after-warmup":
 		return t.WarmEnd, end, true
+	case "before-fault":
+		s := t.FaultStart()
+		return t.WarmEnd, s, !math.IsNaN(s)
 	case "from-fault":
 		s := t.FaultStart()
 		return s, end, !math.IsNaN(s)
@@ -167,6 +170,8 @@ func (r Reducer) Apply(series []*Series, tl Timeline) (float64, bool) {
 			continue
 		case "last":
 			v, got = last(pts)
+		case "rate":
+			v, got = rate(pts)
 		case "time_above":
 			v, got = timeWhere(pts, to, func(x float64) bool { return x > r.Bound })
 		case "time_below":
@@ -195,6 +200,25 @@ func window(pts []Point, from, to float64) []Point {
 		}
 	}
 	return out
+}
+
+// rate is how fast a cumulative series grew over the window, per second:
+// its rise from the first point to the last over the time between them.
+func rate(pts []Point) (float64, bool) {
+	var first, end *Point
+	for i := range pts {
+		if math.IsNaN(float64(pts[i].V)) {
+			continue
+		}
+		if first == nil {
+			first = &pts[i]
+		}
+		end = &pts[i]
+	}
+	if first == nil || end.T <= first.T {
+		return 0, false
+	}
+	return float64(end.V-first.V) / (end.T - first.T), true
 }
 
 func last(pts []Point) (float64, bool) {
@@ -316,12 +340,14 @@ func PipelineMetrics() []MetricDef {
 func (r Reducer) Describe() string {
 	what := map[string]string{
 		"max": "highest value", "min": "lowest value", "mean": "mean value", "last": "last value (the largest over sources)",
+		"rate":          "growth per second of a cumulative series, from its first point in the window to its last (the fastest source)",
 		"time_above":    fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
 		"time_below":    fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
 		"recover_below": fmt.Sprintf("seconds from the window's start until below %g for good (the last source to get there; +Inf when one never does)", r.Bound),
 	}[r.Reduce]
 	window := map[string]string{
-		"": "over the run", "all": "over the run", "after-warmup": "after the warm-up", "from-fault": "from the start of the first fault on",
+		"": "over the run", "all": "over the run", "after-warmup": "after the warm-up", "before-fault": "from the end of the warm-up to the start of the first fault",
+		"from-fault":    "from the start of the first fault on",
 		"during-faults": "from the start of the first fault to the end of the last", "after-faults": "after the last fault ended",
 	}[r.Window]
 	return fmt.Sprintf("%s of %s, %s", what, r.Series, window)
