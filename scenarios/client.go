@@ -32,7 +32,7 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 	}
 	variant := map[string]any{
 		"description": "Your client, " + what + ", in place of the scenario's own under the incident's timeline (expected to hold).",
-		"workload":    map[string]any{"program": p},
+		"workload":    clientWorkload(s, p),
 	}
 	if err := setIn(root, []string{"variants", name}, variant); err != nil {
 		return nil, "", nil, err
@@ -57,6 +57,17 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 		return nil, "", nil, fmt.Errorf("add client to %s: %w", s.ID, err)
 	}
 	return out, name, buf.Bytes(), nil
+}
+
+// clientWorkload is the variant's workload: the program under program,
+// or in place of the workload's own program fields where they are inline
+// (every field set, so that none of the scenario's own program is left).
+func clientWorkload(s *Scenario, p lab.ClientProgram) map[string]any {
+	st, err := s.WorkloadFor(s.VariantNames()[0])
+	if _, inline := st.(lab.InlineClient); err != nil || !inline {
+		return map[string]any{"program": p}
+	}
+	return map[string]any{"name": p.Name, "command": p.Command, "image": p.Image, "env": p.Env}
 }
 
 // optionalUnmeasured marks optional the hypotheses on metrics that the

@@ -3,6 +3,7 @@ package scenarios_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -166,4 +167,35 @@ func TestClientHypothesesOptionalWhereNotMeasured(t *testing.T) {
 	back, err := scenarios.Parse("copy.yaml", out)
 	require.NoError(t, err)
 	require.Equal(t, s2.Hypotheses, back.Hypotheses, "the report's copy re-checks the same way")
+}
+
+// In an exec scenario the program's fields are the workload's own: a
+// user's client replaces them (no program key), and an image alone
+// leaves none of the scenario's command behind.
+func TestClientReplacesAnExecProgram(t *testing.T) {
+	withSeeds(t)
+	src, err := os.ReadFile("../examples/exec-etcd-quorum-loss.yaml")
+	require.NoError(t, err)
+	s, err := scenarios.Parse("examples/exec-etcd-quorum-loss.yaml", src)
+	require.NoError(t, err)
+	for _, p := range []lab.ClientProgram{
+		{Command: []string{"./my-client", "--fast"}, Env: map[string]string{"MODE": "x"}},
+		{Image: "my-client:1"},
+	} {
+		s2, name, _, err := scenarios.WithClient(s, src, p)
+		require.NoError(t, err)
+		st, err := s2.WorkloadFor(name)
+		require.NoError(t, err)
+		b, err := json.Marshal(st)
+		require.NoError(t, err)
+		var w struct {
+			Command []string          `json:"command"`
+			Image   string            `json:"image"`
+			Env     map[string]string `json:"env"`
+		}
+		require.NoError(t, json.Unmarshal(b, &w))
+		require.Equal(t, p.Command, w.Command, "%s", b)
+		require.Equal(t, p.Image, w.Image)
+		require.Equal(t, p.Env, w.Env)
+	}
 }

@@ -60,19 +60,43 @@ func checkMetric(name string, known map[string]lab.MetricDef, series []lab.Serie
 // per client from the servers' list of their client connections on a
 // system that gives no such list.
 func checkServerView(name string, sys lab.System, known map[string]lab.MetricDef, series []lab.SeriesDef) error {
-	if _, ok := sys.(lab.ConnLister); ok {
+	if _, ok := sys.(lab.ConnLister); ok || !isServerView(name, known, series) {
 		return nil
 	}
+	return fmt.Errorf("%s is what the servers count of each client from their list of client connections, which %s does not give (ZooKeeper's cons does): judge the client's processes (clients.*) or the figures it prints (client.*) instead", name, sys.Name())
+}
+
+// isServerView says whether a metric is counted per client from the
+// servers' side (their list of connections, or a relay of the lab's).
+func isServerView(name string, known map[string]lab.MetricDef, series []lab.SeriesDef) bool {
 	view := known[name].ServerView
 	if r, isExpr, err := lab.ParseReducer(name); isExpr && err == nil {
 		for _, s := range series {
 			view = view || (s.ServerView && (s.Name == r.Series || s.Matches(r.Series)))
 		}
 	}
-	if !view {
+	return view
+}
+
+// ServerViewMetrics are the hypotheses' and comparisons' metrics counted
+// per client from the servers' side.
+func (s *Scenario) ServerViewMetrics() []string {
+	sys, err := lab.GetSystem(s.System)
+	if err != nil {
 		return nil
 	}
-	return fmt.Errorf("%s is what the servers count of each client from their list of client connections, which %s does not give (ZooKeeper's cons does): judge the client's processes (clients.*) or the figures it prints (client.*) instead", name, sys.Name())
+	k, err := lab.GetKind(s.kind)
+	if err != nil {
+		return nil
+	}
+	known, series := Metrics(sys, k), Series(sys, k)
+	var out []string
+	for _, h := range s.Hypotheses {
+		if isServerView(h.Metric, known, series) && !slices.Contains(out, h.Metric) {
+			out = append(out, h.Metric)
+		}
+	}
+	return out
 }
 
 // withBest is the hypotheses with the best value each metric can take,

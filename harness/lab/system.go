@@ -122,6 +122,28 @@ type ConnLister interface {
 	ListsClientConnections() string // how, e.g. "cons"
 }
 
+// ClientRelayer is implemented by a system whose servers do not list
+// their client connections but whose clients the lab can count on their
+// way there: a relay of the lab's on loopback in front of each client
+// (harness/infra/clientproxy), so where the lab's host runs the client
+// (the local placement) and for a kind that relays its clients.
+type ClientRelayer interface {
+	ConnLister
+	// RelaysClients is true: the lab, not the servers, counts them.
+	RelaysClients() bool
+}
+
+// RelayedCluster is a cluster of a ClientRelayer: what a client is told,
+// with the addresses of the relays in place of the servers'.
+type RelayedCluster interface {
+	// ClientAddrs are the servers' client addresses (host:port) from the
+	// host.
+	ClientAddrs() []string
+	// ClientEnvVia is ClientEnv(FromHost, i) with each server address
+	// replaced by via(address).
+	ClientEnvVia(i int, via func(addr string) string) map[string]string
+}
+
 // ConnSampler is implemented by a cluster whose servers can list their
 // client connections (ZooKeeper's cons): the servers' view of each client,
 // whatever the client is and whether it reports anything itself.

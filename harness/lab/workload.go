@@ -126,6 +126,13 @@ type ClientHost interface {
 	Contract() Contract
 }
 
+// InlineClient is implemented by a ClientHost whose program fields are
+// the workload's own (the exec kind's command, image, env): a user's
+// client replaces them in place rather than under program.
+type InlineClient interface {
+	InlineClient()
+}
+
 // Contract is what a kind asks of a user's program that takes the place of
 // its own, and how the program is judged.
 type Contract struct {

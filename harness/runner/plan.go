@@ -117,7 +117,23 @@ func (p *plan) preflight() error {
 			return err
 		}
 	}
+	if err := p.serverViewFits(); err != nil {
+		return err
+	}
 	return p.workloadFits()
+}
+
+// serverViewFits refuses hypotheses on what the servers see of each
+// client where the system's clients are counted by a relay of the lab's
+// on loopback and the placement does not run them on this host.
+func (p *plan) serverViewFits() error {
+	if _, ok := p.sys.(lab.ClientRelayer); !ok || lab.RunsHostCommands(p.plc) {
+		return nil
+	}
+	if m := p.s.ServerViewMetrics(); len(m) > 0 {
+		return fmt.Errorf("check metrics: %s: %s counts them per client with %s, which needs the clients on this host: use --placement local", strings.Join(m, ", "), p.sys.Name(), p.sys.(lab.ConnLister).ListsClientConnections())
+	}
+	return nil
 }
 
 // faultsFit refuses a variant's fault steps (its parameters over the

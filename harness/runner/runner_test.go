@@ -36,3 +36,19 @@ func TestHostClientOnDockerRefused(t *testing.T) {
 	entries, _ := os.ReadDir(out)
 	require.Empty(t, entries, "nothing started, nothing written")
 }
+
+// What a relay of the lab's counts per client on etcd runs on this host
+// only: on containers such a hypothesis is refused before anything starts.
+func TestRelayedFiguresOnDockerRefused(t *testing.T) {
+	scenarios.CaseChecker = nil
+	s, err := scenarios.Load("../../examples/exec-etcd-quorum-loss.yaml")
+	require.NoError(t, err)
+	require.Equal(t, []string{"rate(client.server_requests)@during-faults"}, s.ServerViewMetrics())
+	out := t.TempDir()
+	_, err = Run(context.Background(), s, Options{Placement: "docker", OutDir: out,
+		Client: &lab.ClientProgram{Image: "my-client:1"}})
+	require.ErrorContains(t, err, "rate(client.server_requests)@during-faults: etcd counts them per client with a relay")
+	require.ErrorContains(t, err, "--placement local")
+	entries, _ := os.ReadDir(out)
+	require.Empty(t, entries, "nothing started, nothing written")
+}

@@ -40,6 +40,17 @@ type Config struct {
 	// it lists its client connections (lab.ConnSampler), each instance's
 	// requests are measured from the servers' side too.
 	Cluster lab.Cluster
+	// Relayed, when the cluster does not list its client connections,
+	// gives what a relay in front of each instance counted of its traffic
+	// to the servers (the same series, from the relays).
+	Relayed Counter
+}
+
+// Counter gives what a relay in front of instance i counted: the
+// connections it opened and the requests it sent (since its start), and
+// its requests not answered yet.
+type Counter interface {
+	Counts(i int) (connections, requests, outstanding float64)
 }
 
 // Group is a running group of instances.

@@ -26,7 +26,7 @@ const (
 // Series are the outside series a group records.
 func Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
-		{Name: SeriesOutstanding, Title: "Requests of each client the servers have not answered yet (the servers' view: cons)", Unit: "requests", ServerView: true},
+		{Name: SeriesOutstanding, Title: "Requests of each client the servers have not answered yet (the servers' view: their list of connections, or a relay in front of the client)", Unit: "requests", ServerView: true},
 		{Name: SeriesRequests, Title: "Requests the servers received from each client (cumulative, the servers' view)", Unit: "requests", ServerView: true},
 		{Name: SeriesConnections, Title: "Connections each client opened to the servers (cumulative, the servers' view)", Unit: "connections"},
 		MemoryDef(),
@@ -51,7 +51,7 @@ func Metrics() []lab.MetricDef {
 		{Name: "clients.os_rss_mb.max", Unit: "MiB", Doc: "peak RSS of any client process as the kernel counts it (/proc), whatever the client reports", Reducer: red(SeriesRSS, "max", "")},
 		{Name: "clients.memory_mb.max", Unit: "MiB", Doc: "peak memory the kernel charged to any client's cgroup (memory.usage_in_bytes or memory.current): what the memory limit counts", Reducer: red(SeriesMemory, "max", "")},
 		{Name: "clients.threads.max", Unit: "threads", Doc: "most threads of any client process (/proc)", Reducer: red(SeriesThreads, "max", "")},
-		{Name: "clients.server_outstanding.max_from_fault", Unit: "requests", Doc: "from the first fault on, the most requests of one client the servers held unanswered (cons)", Reducer: red(SeriesOutstanding, "max", "from-fault"), ServerView: true},
+		{Name: "clients.server_outstanding.max_from_fault", Unit: "requests", Doc: "from the first fault on, the most requests of one client the servers held unanswered (ZooKeeper's cons; on etcd and Consul a relay of the lab's in front of the client: open gRPC streams, watches included, or HTTP requests not answered)", Reducer: red(SeriesOutstanding, "max", "from-fault"), ServerView: true},
 		{Name: "clients.oom_kills", Unit: "processes", Doc: "from the first fault on (the whole run when no fault ran), client processes killed by the kernel's OOM killer (cgroup counters, kernel log, or the engine's state)"},
 		{Name: "clients.deaths", Unit: "processes", Doc: "from the first fault on (the whole run when no fault ran), client processes that exited before the end of the run, for any reason"},
 		{Name: "clients.oom_kills_before_fault", Unit: "processes", Doc: "client processes OOM-killed before the first fault: the steady state wants none (the variant is inconclusive otherwise)"},
@@ -83,6 +83,8 @@ func (o *outside) run(ctx context.Context) {
 		o.sampleProcs()
 		if cs, ok := o.g.cfg.Cluster.(lab.ConnSampler); ok {
 			o.sampleConns(ctx, cs)
+		} else if o.g.cfg.Relayed != nil {
+			o.sampleRelayed(o.g.cfg.Relayed)
 		}
 	})
 }
@@ -145,6 +147,24 @@ func (o *outside) sampleConns(ctx context.Context, cs lab.ConnSampler) {
 		o.last[key] = c.Received
 		out[i] += c.Outstanding
 	}
+	o.addConns(now, out)
+}
+
+// sampleRelayed takes each instance's figures from its relay.
+func (o *outside) sampleRelayed(c Counter) {
+	now := o.g.cfg.Env.Now()
+	out := make([]float64, len(o.g.insts))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := range o.g.insts {
+		o.conns[i], o.reqs[i], out[i] = c.Counts(i)
+	}
+	o.addConns(now, out)
+}
+
+// addConns records the requests held (out, per instance), and the
+// requests and connections so far; o.mu is held.
+func (o *outside) addConns(now float64, out []float64) {
 	copy(o.held, out)
 	for i, in := range o.g.insts {
 		if o.g.Proc(i) == nil && out[i] == 0 {

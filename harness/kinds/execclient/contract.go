@@ -22,7 +22,9 @@ func (s *Settings) Contract() lab.Contract {
 		Measured: []string{
 			"its processes as the kernel counts them: memory, RSS, threads, CPU time, exits, OOM kills",
 			"on ZooKeeper, what the servers saw of it (cons): requests, outstanding requests, connections",
+			"on etcd and Consul (local placement), the same through a relay of the lab's on loopback in front of it: its connections, its requests (gRPC streams or HTTP requests) and those not answered yet (open streams, watches included)",
 		},
-		Examples: []string{"examples/zk-reader-python/reader.py with examples/exec-leader-stall.yaml (held)"},
+		Examples: []string{"examples/zk-reader-python/reader.py with examples/exec-leader-stall.yaml (held)",
+			"examples/kv-reader-python/reader.py with examples/exec-etcd-quorum-loss.yaml (retry-at-once violated, backoff held)"},
 	}
 }

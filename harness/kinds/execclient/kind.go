@@ -52,6 +52,9 @@ func NewSettings() *Settings {
 	return &Settings{Instances: 1, Restart: true, RestartDelay: lab.Duration(time.Second)}
 }
 
+// InlineClient: the program's fields are the workload's own.
+func (s *Settings) InlineClient() {}
+
 // SetClient runs the user's program (chaoslab run --client).
 func (s *Settings) SetClient(c *lab.ClientProgram) { s.ClientProgram = *c }
 

@@ -29,6 +29,9 @@ type workload struct {
 	figs    lab.Result           // the figures the instances print or serve
 	last    []map[string]float64 // per instance: its latest figures
 	scrapes map[[2]int]context.CancelFunc
+	// relays count each instance's traffic where the servers do not list
+	// their client connections (nil otherwise).
+	relays relays
 }
 
 func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, error) {
@@ -42,13 +45,17 @@ func (w *workload) Seed(context.Context) error { return nil }
 // Start launches the instances (spread over start_spread).
 func (w *workload) Start(ctx context.Context) error {
 	w.ctx, w.stop = context.WithCancel(ctx)
+	var err error
+	if w.relays, err = startRelays(w.env, w.cluster, w.s.Instances); err != nil {
+		return err
+	}
 	seeds := w.env.Rand(1)
 	clientSeeds := make([]uint64, w.s.Instances)
 	for i := range clientSeeds {
 		clientSeeds[i] = seeds.Uint64()
 	}
 	w.group = instances.Start(w.ctx, instances.Config{
-		Env: w.env, Count: w.s.Instances, Prefix: "client", Role: "client", Cluster: w.cluster,
+		Env: w.env, Count: w.s.Instances, Prefix: "client", Role: "client", Cluster: w.cluster, Relayed: w.relays.counter(),
 		Spread: w.s.StartSpread.D(), Restart: w.s.Restart, RestartDelay: w.s.RestartDelay.D(),
 		Program: func(i, inc int) lab.Program {
 			p := w.s.Program(w.instanceEnv(i, inc, clientSeeds[i]+uint64(inc)))
@@ -64,7 +71,7 @@ func (w *workload) Start(ctx context.Context) error {
 // instanceEnv is what an instance is told: where the servers are, who it
 // is, its limits, and the scenario's settings.
 func (w *workload) instanceEnv(i, inc int, seed uint64) map[string]string {
-	env := w.cluster.ClientEnv(lab.FromSite, i)
+	env := w.relays.env(w.cluster, i)
 	env["CHAOSLAB_CLIENT_ID"] = fmt.Sprintf("client-%02d", i+1)
 	env["CHAOSLAB_INCARNATION"] = strconv.Itoa(inc)
 	env["CHAOSLAB_SEED"] = strconv.FormatUint(seed, 10)
@@ -154,7 +161,7 @@ func (w *workload) Stop(context.Context) error {
 		w.group.Stop()
 	}
 	w.bg.Wait()
-	return nil
+	return w.relays.close()
 }
 
 // Collect adds the figures, the outside series, the instances and totals.

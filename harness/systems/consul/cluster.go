@@ -120,6 +120,19 @@ func (c *cluster) ClientEnv(v lab.View, i int) map[string]string {
 	return map[string]string{"CHAOSLAB_CONSUL_HTTP_ADDR": eps[i%len(eps)]}
 }
 
+// ClientAddrs are the agents' (or, without agents, the servers') HTTP
+// addresses from the host.
+func (c *cluster) ClientAddrs() []string { return c.Endpoints(lab.FromHost) }
+
+// ClientEnvVia: instance i's agent, through via.
+func (c *cluster) ClientEnvVia(i int, via func(string) string) map[string]string {
+	eps := c.ClientAddrs()
+	if len(eps) == 0 {
+		return nil
+	}
+	return map[string]string{"CHAOSLAB_CONSUL_HTTP_ADDR": via(eps[i%len(eps)])}
+}
+
 // leaderAddr asks a node which server leads ("" when none does).
 func (c *cluster) leaderAddr(ctx context.Context, m *member) (string, error) {
 	cl, err := c.client(m)

@@ -117,6 +117,16 @@ type System struct {
 func (*System) Name() string               { return Name }
 func (*System) SampleEvery() time.Duration { return time.Second }
 func (*System) Roles() []string            { return []string{lab.RoleLeader, lab.RoleFollower, lab.RoleAgent} }
+
+// ListsClientConnections: Consul lists none; the lab relays each client's
+// HTTP connections to its agent and counts its requests
+// (lab.ClientRelayer).
+func (*System) ListsClientConnections() string {
+	return "a relay of the lab's in front of each client, which counts its HTTP requests (local placement only)"
+}
+
+// RelaysClients: the lab counts what Consul does not.
+func (*System) RelaysClients() bool { return true }
 func (*System) NewTopology() lab.Settings {
 	return &Topology{Servers: 1, Agents: 2, RaftMultiplier: 1}
 }

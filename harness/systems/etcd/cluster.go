@@ -180,6 +180,24 @@ func (c *cluster) ClientEnv(v lab.View, _ int) map[string]string {
 	return map[string]string{"CHAOSLAB_ETCD_ENDPOINTS": strings.Join(c.Endpoints(v), ",")}
 }
 
+// ClientAddrs are the members' client addresses from the host.
+func (c *cluster) ClientAddrs() []string {
+	var out []string
+	for _, m := range c.members {
+		out = append(out, m.Addr("client", lab.FromHost))
+	}
+	return out
+}
+
+// ClientEnvVia: the client URLs, each through via.
+func (c *cluster) ClientEnvVia(_ int, via func(string) string) map[string]string {
+	var urls []string
+	for _, a := range c.ClientAddrs() {
+		urls = append(urls, "http://"+via(a))
+	}
+	return map[string]string{"CHAOSLAB_ETCD_ENDPOINTS": strings.Join(urls, ",")}
+}
+
 func (c *cluster) roleOf(ctx context.Context, s lab.Server) (string, error) {
 	r, _, err := c.role(ctx, clientURL(s, lab.FromHost))
 	return r, err

@@ -73,6 +73,15 @@ func (*System) NewTopology() lab.Settings  { return &Topology{Members: 3} }
 func (*System) Roles() []string            { return []string{lab.RoleLeader, lab.RoleFollower} }
 func (*System) SampleEvery() time.Duration { return time.Second }
 func (*System) Metrics() []lab.MetricDef   { return nil }
+
+// ListsClientConnections: etcd lists none; the lab relays each client's
+// gRPC connections and counts its streams (lab.ClientRelayer).
+func (*System) ListsClientConnections() string {
+	return "a relay of the lab's in front of each client, which counts its gRPC streams (watches included) or HTTP requests (local placement only)"
+}
+
+// RelaysClients: the lab counts what etcd does not.
+func (*System) RelaysClients() bool { return true }
 func (*System) Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
 		{Name: "server.proposals_pending", Title: "Raft proposals pending per member (/metrics)", Unit: "proposals"},
