@@ -461,7 +461,7 @@ func TestParseErrors(t *testing.T) {
 		text:  edit(t, small, "metric: clients.oom_kills", "metric: max(client.pending)@tomorrow"),
 		at:    "client.pending",
 		field: "hypotheses[0].metric",
-		msg:   `max(client.pending)@tomorrow: window want one of all, after-warmup, from-fault, during-faults, after-faults, got "tomorrow"`,
+		msg:   `max(client.pending)@tomorrow: window want one of all, after-warmup, before-fault, from-fault, during-faults, after-faults, got "tomorrow"`,
 	}, {
 		name:  "a fault's unknown parameter",
 		text:  edit(t, small, "      duration: 15s\n", "      duration: 15s\n      params:\n        speed: 2\n"),
