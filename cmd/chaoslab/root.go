@@ -59,6 +59,6 @@ writes a report whose verdict says whether the incident reproduced.
 	casesFlag(root)
 	root.AddCommand(listCmd(), showCmd(), validateCmd(), runCmd(), reportCmd(), agentCmd())
 	root.AddCommand(imagesCmd(), simCmd(), benchCmd(), gamedayCmd(), trainCmd())
-	root.AddCommand(versionCmd(), faultsCmd(), metricsCmd(), schemaCmd(), reproductionCmd())
+	root.AddCommand(versionCmd(), faultsCmd(), metricsCmd(), schemaCmd(), reproductionCmd(), newCmd())
 	return root
 }

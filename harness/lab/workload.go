@@ -126,6 +126,13 @@ type ClientHost interface {
 	Contract() Contract
 }
 
+// Required is implemented by settings a kind cannot run without setting
+// (an exec program's command): a new scenario's skeleton writes these
+// lines, each a YAML line of the workload, with a comment.
+type Required interface {
+	Required() []string
+}
+
 // InlineClient is implemented by a ClientHost whose program fields are
 // the workload's own (the exec kind's command, image, env): a user's
 // client replaces them in place rather than under program.

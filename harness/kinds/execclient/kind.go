@@ -52,6 +52,11 @@ func NewSettings() *Settings {
 	return &Settings{Instances: 1, Restart: true, RestartDelay: lab.Duration(time.Second)}
 }
 
+// Required: the program to run.
+func (s *Settings) Required() []string {
+	return []string{"# Your program and its arguments (or image: on containers).", "command: [./my-client]"}
+}
+
 // InlineClient: the program's fields are the workload's own.
 func (s *Settings) InlineClient() {}
 
