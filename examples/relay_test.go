@@ -34,5 +34,12 @@ func TestIntegration_EtcdRetryAtOnceIsCaught(t *testing.T) {
 			require.GreaterOrEqual(t, float64(v.Metrics["max(client.reads_total)@after-faults"]), 40.0, "2x over its bound: it reads again")
 		}
 		require.Positive(t, float64(v.Metrics["clients.requests.total"]), "the relay counted requests")
+		served := 0.0
+		for _, s := range v.Series {
+			if s.Name == "server.requests" && len(s.Points) > 0 {
+				served += float64(s.Points[len(s.Points)-1].V)
+			}
+		}
+		require.Positive(t, served, "the members' own count of the calls they started (server.requests)")
 	}
 }

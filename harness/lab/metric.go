@@ -28,8 +28,8 @@ type MetricDef struct {
 // Reducer reduces a series over a window of the timeline to one figure.
 type Reducer struct {
 	Series string `yaml:"series" json:"series"`
-	// Reduce is max, min, mean, last, rate, time_above, time_below or
-	// recover_below.
+	// Reduce is max, min, mean, last, rate, jump, time_above,
+	// time_below or recover_below.
 	Reduce string `yaml:"reduce" json:"reduce"`
 	// Bound is the threshold of time_above, time_below and recover_below.
 	Bound float64 `yaml:"bound,omitempty" json:"bound,omitempty"`
@@ -40,7 +40,7 @@ type Reducer struct {
 
 // Reduces and Windows are the names a Reducer takes.
 var (
-	Reduces = []string{"max", "min", "mean", "last", "rate", "time_above", "time_below", "recover_below"}
+	Reduces = []string{"max", "min", "mean", "last", "rate", "jump", "time_above", "time_below", "recover_below"}
 	Windows = []string{"all", "after-warmup", "before-fault", "from-fault", "during-faults", "after-faults"}
 )
 
@@ -147,6 +147,9 @@ func (r Reducer) Apply(series []*Series, tl Timeline) (float64, bool) {
 	if !ok {
 		return math.NaN(), false
 	}
+	if r.Reduce == "jump" {
+		return jump(series, r.Series, tl, from, to)
+	}
 	best, sum, n := math.NaN(), 0.0, 0
 	for _, s := range series {
 		if s.Name != r.Series {
@@ -219,6 +222,52 @@ func rate(pts []Point) (float64, bool) {
 		return 0, false
 	}
 	return float64(end.V-first.V) / (end.T - first.T), true
+}
+
+// jump is how many times faster a cumulative series grew in the window
+// than before the first fault, every source together (the servers'
+// requests after a trigger against before it).
+func jump(series []*Series, name string, tl Timeline, from, to float64) (float64, bool) {
+	bfrom, bto, ok := tl.span("before-fault")
+	if !ok {
+		return math.NaN(), false
+	}
+	after, ok1 := pooledRate(series, name, from, to)
+	before, ok2 := pooledRate(series, name, bfrom, bto)
+	if !ok1 || !ok2 || before <= 0 {
+		return math.NaN(), false
+	}
+	return after / before, true
+}
+
+// pooledRate is the sources' total growth over [from, to] per second of
+// the time their points span.
+func pooledRate(series []*Series, name string, from, to float64) (float64, bool) {
+	rise, t0, t1 := 0.0, math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		if s.Name != name {
+			continue
+		}
+		var first, end *Point
+		for _, p := range window(s.Points, from, to) {
+			if math.IsNaN(float64(p.V)) {
+				continue
+			}
+			if first == nil {
+				first = &p
+			}
+			end = &p
+		}
+		if first == nil {
+			continue
+		}
+		rise += float64(end.V - first.V)
+		t0, t1 = min(t0, first.T), max(t1, end.T)
+	}
+	if t1 <= t0 {
+		return 0, false
+	}
+	return rise / (t1 - t0), true
 }
 
 func last(pts []Point) (float64, bool) {
@@ -323,6 +372,11 @@ func PipelineSeries() []SeriesDef {
 		{Name: SeriesQuorum, Title: "A majority of the voting members serve (1: they answer as leader or follower) or not (0), per sample of the servers", Unit: "0/1"},
 	}
 }
+
+// SeriesServerRequests is each member's requests received from clients,
+// cumulative, on a system that counts them: rate() and jump() of it are
+// the servers' request rate and its jump after a trigger.
+const SeriesServerRequests = "server.requests"
 
 // PipelineMetrics are the metrics the runner derives for every system.
 func PipelineMetrics() []MetricDef {

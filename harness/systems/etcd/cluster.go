@@ -403,6 +403,12 @@ func (c *cluster) metrics(ctx context.Context, endpoint string) map[string]float
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), " ")
+		if ok && strings.HasPrefix(name, startedCalls+"{") {
+			if x, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+				out[lab.SeriesServerRequests] += x
+			}
+			continue
+		}
 		g, want := sampled[name]
 		if !ok || !want {
 			continue

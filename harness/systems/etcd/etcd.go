@@ -86,8 +86,13 @@ func (*System) Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
 		{Name: "server.proposals_pending", Title: "Raft proposals pending per member (/metrics)", Unit: "proposals"},
 		{Name: "server.db_size_mb", Title: "etcd database size per member (MiB, /metrics)", Unit: "MiB"},
+		{Name: lab.SeriesServerRequests, Title: "gRPC calls each member started, its JSON gateway's included (cumulative, /metrics grpc_server_started_total)", Unit: "requests"},
 	}
 }
+
+// startedCalls counts a member's gRPC calls, one line per method: their
+// sum is lab.SeriesServerRequests.
+const startedCalls = "grpc_server_started_total"
 
 // sampled are the gauges of a member's /metrics the sampler keeps, by
 // the series they become (and a scale).

@@ -166,10 +166,16 @@ func (System) Series() []lab.SeriesDef {
 		{Name: "server.outstanding_requests", Title: "Outstanding requests at each server (mntr)", Unit: "requests"},
 		{Name: "server.avg_latency_ms", Title: "Average request latency at each server (ms)", Unit: "ms"},
 		{Name: "server.connections", Title: "Alive client connections per server", Unit: "connections"},
+		{Name: SeriesRequests, Title: "Packets each server received from its clients, requests and pings (cumulative, mntr zk_packets_received)", Unit: "packets"},
 		{Name: SeriesNotSynced, Title: `Leader shutdowns "Not sufficient followers synced" in the servers' logs, since the ensemble was healthy`, Unit: "shutdowns"},
 		{Name: SeriesElections, Title: "Leaders elected (LEADING in the servers' logs) since the ensemble was healthy", Unit: "elections"},
 	}
 }
+
+// SeriesRequests is what each server received from its clients,
+// cumulative: jump(server.requests)@from-fault is the jump after a
+// trigger.
+const SeriesRequests = lab.SeriesServerRequests
 
 func (System) Metrics() []lab.MetricDef {
 	return []lab.MetricDef{
@@ -205,6 +211,7 @@ func sample(ctx context.Context, m *member, clock func(time.Time) float64) lab.M
 		"server.outstanding_requests": num(kv["zk_outstanding_requests"]),
 		"server.avg_latency_ms":       num(kv["zk_avg_latency"]),
 		"server.connections":          num(kv["zk_num_alive_connections"]),
+		SeriesRequests:                num(kv["zk_packets_received"]),
 	}
 	return s
 }
