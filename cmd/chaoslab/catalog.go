@@ -109,14 +109,16 @@ func printListing(out io.Writer, l listing) error {
 
 func showCmd() *cobra.Command {
 	var format string
-	var contract bool
+	var contract, eff bool
 	cmd := &cobra.Command{
 		Use:   "show ID|FILE",
 		Short: "Show a case record (IL-0587) or a scenario (its id or file)",
 		Long: `Show a case record by its id (with --cases, yours too), or a scenario by its
 id or file: its YAML, or with -o json the scenario as the loader read it.
 With --contract, what a program of yours run in place of the scenario's
-own (chaoslab run --client) is told, must do, and is judged by.
+own (chaoslab run --client) is told, must do, and is judged by. With
+--effective, each variant as a run takes it: its settings merged over
+their defaults, its fault steps with every parameter, its length.
 
 Exit status: 0; 2 for an unknown id or a scenario file refused.`,
 		Args:              cobra.ExactArgs(1),
@@ -126,7 +128,7 @@ Exit status: 0; 2 for an unknown id or a scenario file refused.`,
 			if err != nil {
 				return err
 			}
-			if rec, err := caseRecord(args[0]); err == nil && !contract {
+			if rec, err := caseRecord(args[0]); err == nil && !contract && !eff {
 				return showCase(cmd.OutOrStdout(), rec, j)
 			}
 			s, err := scenarios.Find(args[0])
@@ -136,11 +138,15 @@ Exit status: 0; 2 for an unknown id or a scenario file refused.`,
 			if contract {
 				return showContract(cmd.OutOrStdout(), s, j)
 			}
+			if eff {
+				return showEffective(cmd.OutOrStdout(), s, j)
+			}
 			return showScenario(cmd.OutOrStdout(), s, j)
 		},
 	}
 	outputFlag(cmd, &format)
 	cmd.Flags().BoolVar(&contract, "contract", false, "show the contract a program of yours keeps to run in place of the scenario's own (--client)")
+	cmd.Flags().BoolVar(&eff, "effective", false, "show each variant as a run takes it: settings merged over their defaults, fault steps with their parameters, what the kind derives from them")
 	return cmd
 }
 

@@ -33,3 +33,28 @@ func TestNewScenario(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), "case: IL-0587")
 }
+
+// show --effective gives each variant as a run takes it: the settings a
+// variant leaves out at their defaults, the steps' parameters whole.
+func TestShowEffective(t *testing.T) {
+	out, errOut, code := chaoslab(t, "show", "il-0277-zk-rolling-replacement-quorum-loss", "--effective")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "# variant vulnerable (expected violated)")
+	require.Contains(t, out, "# variant mitigated (expected held)")
+	require.Contains(t, out, "init_limit: 30", "the mitigated topology")
+	require.Contains(t, out, "strategy: full-refresh")
+	require.Contains(t, out, "gate: deep", "the mitigated steps' parameters")
+	require.Contains(t, out, "retry_base: 1s", "a setting no variant names, at its default")
+	js, _, code := chaoslab(t, "show", "il-0277-zk-rolling-replacement-quorum-loss", "--effective", "-o", "json")
+	require.Equal(t, 0, code)
+	got := decode[struct {
+		Variants []struct {
+			Name   string `json:"name"`
+			Faults []struct {
+				Params map[string]any `json:"params"`
+			} `json:"faults"`
+		} `json:"variants"`
+	}](t, js)
+	require.Len(t, got.Variants, 5)
+	require.NotEmpty(t, got.Variants[0].Faults[0].Params)
+}
