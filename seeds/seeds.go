@@ -10,7 +10,6 @@
 package seeds
 
 import (
-	"bytes"
 	"embed"
 	"errors"
 	"fmt"
@@ -37,36 +36,87 @@ const DateLayout = "2006-01-02"
 // LabSystems are the coordination services chaoslab replays cases on.
 var LabSystems = []string{"zookeeper", "etcd", "consul"}
 
-// SourceKinds are the allowed values of Source.Kind.
-var SourceKinds = []string{"blog", "official-status", "issue", "postmortem", "case-library"}
+// SourceKinds are the allowed values of Source.Kind; SourceKindDocs says
+// what each is.
+var SourceKinds = []string{"postmortem", "blog", "official-status", "issue", "pull-request", "mailing-list", "case-library"}
 
-// Record is one source incident.
+// SourceKindDocs says what each of SourceKinds is.
+var SourceKindDocs = map[string]string{
+	"postmortem":      "a post-mortem or incident report published by the organisation (a page of its own)",
+	"blog":            "a post on the organisation's (or an engineer's) blog telling the incident",
+	"official-status": "a status page entry or an official statement (AWS's \"Summary of the ... Service Event\")",
+	"issue":           "an issue in a public tracker (GitHub, GitLab, Jira) about the incident or the defect behind it",
+	"pull-request":    "a pull request or merge request that fixes the defect or tells how it behaved",
+	"mailing-list":    "a post on a public mailing list (a project's user or dev list, an announcement list), best linked at the list's archive",
+	"case-library":    "an entry of a library of incident cases that summarises the write-up",
+}
+
+// Record is one source incident: what a public write-up says happened,
+// in fields a report, the simulator and a training session read.
 type Record struct {
-	ID            string   `yaml:"id" json:"id"`
-	Organisation  string   `yaml:"organisation" json:"organisation"`
-	Date          string   `yaml:"date" json:"date"` // YYYY-MM-DD
-	Title         string   `yaml:"title" json:"title"`
-	Systems       []string `yaml:"systems" json:"systems"`
-	LabSystem     string   `yaml:"lab_system" json:"lab_system"` // zookeeper | etcd | consul
-	Region        string   `yaml:"region" json:"region"`
-	Severity      string   `yaml:"severity" json:"severity"` // as published, or "unknown"
-	RootCause     string   `yaml:"root_cause" json:"root_cause"`
-	Trigger       string   `yaml:"trigger" json:"trigger"`
-	Scope         string   `yaml:"scope" json:"scope"`
-	UsersAffected string   `yaml:"users_affected" json:"users_affected"`
-	TimeToDetect  string   `yaml:"time_to_detect" json:"time_to_detect"`   // as published, "" if not
-	TimeToResolve string   `yaml:"time_to_resolve" json:"time_to_resolve"` // as published, "" if not
+	// ID is the case's id, as commands take it (in any case): IL-0587,
+	// AWS-EBS-2011, or one of yours such as ACME-2024-03. A scenario names
+	// it in case:.
+	ID string `yaml:"id" json:"id" jsonschema:"required,minLength=1"`
+	// Organisation is who had the incident (usually who published the
+	// write-up).
+	Organisation string `yaml:"organisation" json:"organisation" jsonschema:"required,minLength=1"`
+	// Date is the day the incident began, YYYY-MM-DD. The first timeline
+	// entry is on it unless the entry gives its own date.
+	Date string `yaml:"date" json:"date" jsonschema:"required"`
+	// Title is the incident in a sentence: what failed, and what that did to
+	// whom.
+	Title string `yaml:"title" json:"title" jsonschema:"required,minLength=1"`
+	// Systems are the software involved, as the write-up names it
+	// (zookeeper, apache-curator, kubernetes), at least one.
+	Systems []string `yaml:"systems" json:"systems" jsonschema:"required,minItems=1"`
+	// LabSystem is the coordination service the lab replays the incident
+	// on.
+	LabSystem string `yaml:"lab_system" json:"lab_system" jsonschema:"required"`
+	// Region is where it happened (a cloud region, a data centre), as
+	// published; empty if not.
+	Region string `yaml:"region" json:"region"`
+	// Severity is the severity as published, or unknown.
+	Severity string `yaml:"severity" json:"severity"`
+	// RootCause is the kind of cause in a few words (software-defect,
+	// capacity-exhaustion, configuration-change).
+	RootCause string `yaml:"root_cause" json:"root_cause"`
+	// Trigger is what set the incident off, in a sentence or two.
+	Trigger string `yaml:"trigger" json:"trigger" jsonschema:"required,minLength=1"`
+	// Scope is what was affected and how badly.
+	Scope string `yaml:"scope" json:"scope"`
+	// UsersAffected is who was affected, as published ("" if not).
+	UsersAffected string `yaml:"users_affected" json:"users_affected"`
+	// TimeToDetect is the time to detect as published (26m, 0m), or "" when
+	// the write-up gives none.
+	TimeToDetect string `yaml:"time_to_detect" json:"time_to_detect"`
+	// TimeToResolve is the time to resolve as published (3h 54m), or "" when
+	// the write-up gives none.
+	TimeToResolve string `yaml:"time_to_resolve" json:"time_to_resolve"`
 
-	Timeline    []TimelineEntry `yaml:"timeline" json:"timeline"`
-	Numbers     []Number        `yaml:"numbers" json:"numbers"`
-	Chain       []string        `yaml:"chain" json:"chain"`
-	Remediation []string        `yaml:"remediation" json:"remediation"`
-	ActionItems []string        `yaml:"action_items" json:"action_items"`
-	Lessons     string          `yaml:"lessons" json:"lessons"`
-	Sources     []Source        `yaml:"sources" json:"sources"`
-	Summary     string          `yaml:"summary" json:"summary"`
-	LabNotes    string          `yaml:"lab_notes" json:"lab_notes"`
-	// Training is what `chaoslab train` asks a trainee about this incident
+	// Timeline is the events in the order they happened, each with its
+	// clock time when the write-up gives one.
+	Timeline []TimelineEntry `yaml:"timeline" json:"timeline"`
+	// Numbers are the figures the write-up publishes, at least one; reports
+	// print them beside what the lab measured.
+	Numbers []Number `yaml:"numbers" json:"numbers" jsonschema:"required,minItems=1"`
+	// Chain is the causal chain, one link a line, from the trigger to the
+	// outage, at least one.
+	Chain []string `yaml:"chain" json:"chain" jsonschema:"required,minItems=1"`
+	// Remediation is what the responders did to end the incident.
+	Remediation []string `yaml:"remediation" json:"remediation"`
+	// ActionItems are what the write-up says will change afterwards.
+	ActionItems []string `yaml:"action_items" json:"action_items"`
+	// Lessons are the write-up's (or your) lessons, in prose.
+	Lessons string `yaml:"lessons" json:"lessons"`
+	// Sources are the public write-ups of the incident, at least one.
+	Sources []Source `yaml:"sources" json:"sources" jsonschema:"required,minItems=1"`
+	// Summary is the incident in two or three paragraphs of your own words
+	// (paragraphs are separated by a blank line).
+	Summary string `yaml:"summary" json:"summary" jsonschema:"required,minLength=1"`
+	// LabNotes say how the lab replays the incident and what it leaves out.
+	LabNotes string `yaml:"lab_notes" json:"lab_notes"`
+	// Training is what chaoslab train asks a trainee about this incident
 	// (optional: without it the cause offered is the trigger).
 	Training *Training `yaml:"training,omitempty" json:"training,omitempty"`
 
@@ -79,11 +129,19 @@ type Record struct {
 // set where the day changes: an entry without one is on the same day as the entry before it,
 // and the first entry defaults to the record's date. Entries are in the order of events.
 type TimelineEntry struct {
-	At    string `yaml:"at" json:"at"`
-	Date  string `yaml:"date,omitempty" json:"date,omitempty"`
-	Event string `yaml:"event" json:"event"`
-	// Actions are what the responders did from this entry's time, in a form the simulator
-	// replays (sim/cases), where the write-up tells it in prose.
+	// At is the clock time as the write-up gives it, 24-hour, with its zone:
+	// "09:35 UTC", "05:15 PST" or "10:07 PDT"; "" when the write-up gives
+	// none.
+	At string `yaml:"at" json:"at"`
+	// Date is the entry's day, YYYY-MM-DD, where the day changes; without it
+	// the entry is on the day of the entry before it (the first: the
+	// record's date).
+	Date string `yaml:"date,omitempty" json:"date,omitempty"`
+	// Event is what happened, in a sentence or two.
+	Event string `yaml:"event" json:"event" jsonschema:"required,minLength=1"`
+	// Actions are what the responders did from this entry's time, in a form
+	// the simulator replays (sim/cases), where the write-up tells it in
+	// prose; the entry needs a clock time (at).
 	Actions []Action `yaml:"actions,omitempty" json:"actions,omitempty"`
 }
 
@@ -91,9 +149,13 @@ type TimelineEntry struct {
 // ActionKinds. Until ("HH:MM UTC") is the latest time the write-up allows for it when it gives
 // only a window ("during the outage"); Source quotes the write-up's words for it.
 type Action struct {
-	Kind   string `yaml:"kind" json:"kind"`
-	Until  string `yaml:"until,omitempty" json:"until,omitempty"`
-	Source string `yaml:"source" json:"source"`
+	// Kind is what the responders did, in the simulator's terms.
+	Kind string `yaml:"kind" json:"kind" jsonschema:"required"`
+	// Until is the latest clock time the write-up allows for it ("13:02
+	// UTC") when it gives only a window ("during the outage").
+	Until string `yaml:"until,omitempty" json:"until,omitempty"`
+	// Source quotes the write-up's words for it.
+	Source string `yaml:"source" json:"source" jsonschema:"required,minLength=1"`
 }
 
 // ActionKinds are the responders' actions a record can name for the simulator.
@@ -104,48 +166,81 @@ var ActionKinds = []string{"scale-proxies", "leader-election", "restart-fleet"}
 // the responders did that the timeline gives no clock time for.
 type Training struct {
 	// Cause is the incident's cause in a sentence, in the record's own words.
-	Cause string `yaml:"cause" json:"cause"`
+	Cause string `yaml:"cause" json:"cause" jsonschema:"required,minLength=1"`
 	// Decoys are explanations the responders followed before the cause,
 	// as the write-up tells them.
 	Decoys []Decoy `yaml:"decoys,omitempty" json:"decoys,omitempty"`
 	// Responders are the responders' actions beside the timeline's
-	// (which have clock times); Kind is one of ResponderKinds.
+	// (which have clock times), for the debrief.
 	Responders []Responder `yaml:"responders,omitempty" json:"responders,omitempty"`
 }
 
 // Decoy is an explanation the responders followed first.
 type Decoy struct {
-	Text string `yaml:"text" json:"text"`
+	// Text is the explanation, in a sentence.
+	Text string `yaml:"text" json:"text" jsonschema:"required,minLength=1"`
 	// Held says when or how long the responders held it, as the write-up does.
 	Held string `yaml:"held,omitempty" json:"held,omitempty"`
 }
 
 // Responder is one action of the responders, for a trainee's debrief.
 type Responder struct {
-	Kind string `yaml:"kind" json:"kind"`
-	Text string `yaml:"text" json:"text"`
+	// Kind is the action, which a trainee's own are matched against.
+	Kind string `yaml:"kind" json:"kind" jsonschema:"required"`
+	// Text is what the responders did, in a sentence.
+	Text string `yaml:"text" json:"text" jsonschema:"required,minLength=1"`
 }
 
 // ResponderKinds are the actions a trainee's own are matched against:
 // ActionKinds and those the simulator does not replay.
 var ResponderKinds = append(slices.Clone(ActionKinds), "stop-clients", "raise-memory-limit", "raise-init-limit", "remove-capacity", "add-capacity", "disable-api")
 
+// KindDocs says what each of ActionKinds and ResponderKinds is.
+var KindDocs = map[string]string{
+	"scale-proxies":      "add proxies (or other clients' servers) to take the load",
+	"leader-election":    "force a new leader election in the coordination service",
+	"restart-fleet":      "restart a fleet of servers, a batch at a time",
+	"stop-clients":       "cut the coordination service off from its clients until it is healthy, then let them back",
+	"raise-memory-limit": "raise a process's or pod's memory limit",
+	"raise-init-limit":   "raise ZooKeeper's initLimit (the time a follower has to sync with the leader)",
+	"remove-capacity":    "take servers added before the incident out again",
+	"add-capacity":       "add servers or storage so the load finds room",
+	"disable-api":        "turn off an API (or a kind of request) to shed load",
+}
+
 // Number is one figure the write-up publishes (or one span computed from two published clock
 // times, which Text then says). Approx marks figures published as "about", "roughly", "a few
 // hundred" and the like.
 type Number struct {
-	Name   string  `yaml:"name" json:"name"` // snake_case
-	Value  float64 `yaml:"value" json:"value"`
-	Unit   string  `yaml:"unit" json:"unit"`
-	Approx bool    `yaml:"approx,omitempty" json:"approx,omitempty"`
-	Text   string  `yaml:"text" json:"text"`
+	// Name is the figure's name in snake_case (full_outage_duration), unique
+	// in the record; a scenario's evidence names it.
+	Name string `yaml:"name" json:"name" jsonschema:"required"`
+	// Value is the figure as one number (20, 0.07, 10000); a range or "about
+	// N" is one value with approx: true.
+	Value float64 `yaml:"value" json:"value" jsonschema:"required"`
+	// Unit is what Value counts: count (a plain count), minutes, hours,
+	// days, percent, times, MB, GB, or snake_case words (servers_per_hour).
+	Unit string `yaml:"unit" json:"unit" jsonschema:"required,minLength=1"`
+	// Approx marks a figure published as "about", "roughly", "a few hundred"
+	// or a range.
+	Approx bool `yaml:"approx,omitempty" json:"approx,omitempty"`
+	// Text says what the figure measures, in the write-up's terms (and, for
+	// a span computed from two clock times, which two).
+	Text string `yaml:"text" json:"text" jsonschema:"required,minLength=1"`
 }
 
-// Source is one public write-up of the incident and an archived copy of it.
+// Source is one public write-up of the incident and, when there is one,
+// an archived copy of it.
 type Source struct {
-	URL      string `yaml:"url" json:"url"`
-	Kind     string `yaml:"kind" json:"kind"` // one of SourceKinds
-	Archived string `yaml:"archived" json:"archived"`
+	// URL is the write-up's address, https.
+	URL string `yaml:"url" json:"url" jsonschema:"required"`
+	// Kind is what the source is.
+	Kind string `yaml:"kind" json:"kind"`
+	// Archived is the address of an archived copy of the page (the Wayback
+	// Machine's https://web.archive.org/web/..., say), https. Optional: leave
+	// it out when no copy exists; chaoslab validate then notes the source
+	// as unarchived.
+	Archived string `yaml:"archived,omitempty" json:"archived,omitempty"`
 }
 
 // File returns the name of the file the record was parsed from ("" if it was built in code).
@@ -250,51 +345,6 @@ func LoadFile(path string) (Record, error) {
 	return r, nil
 }
 
-// Parse decodes one record strictly: unknown keys, wrong types, an empty document and more
-// than one document are errors. Errors are prefixed with name and carry yaml's "line N".
-// Parse does not validate; call Validate.
-func Parse(name string, data []byte) (Record, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var r Record
-	if err := dec.Decode(&r); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Record{}, fmt.Errorf("%s: empty document", name)
-		}
-		return Record{}, wrapYAMLError(name, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return Record{}, fmt.Errorf("%s: line %d: more than one YAML document", name, extra.Line)
-	} else if !errors.Is(err, io.EOF) {
-		return Record{}, wrapYAMLError(name, err)
-	}
-
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Record{}, wrapYAMLError(name, err)
-	}
-	r.file = name
-	r.lines = map[string]int{}
-	if len(doc.Content) == 1 {
-		indexLines(doc.Content[0], "", r.lines)
-	}
-	return r, nil
-}
-
-// wrapYAMLError puts the file name in front of each message of a yaml error.
-func wrapYAMLError(name string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		errs := make([]error, 0, len(te.Errors))
-		for _, e := range te.Errors {
-			errs = append(errs, fmt.Errorf("%s: %s", name, e))
-		}
-		return errors.Join(errs...)
-	}
-	return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
-}
-
 // indexLines records the line of every mapping key and sequence item under n, keyed by field
 // path ("sources[0].archived"); a mapping or sequence value is keyed by its own path too.
 func indexLines(n *yaml.Node, path string, lines map[string]int) {
@@ -318,9 +368,19 @@ func indexLines(n *yaml.Node, path string, lines map[string]int) {
 	}
 }
 
+// ClockPattern is the form of TimelineEntry.At and Action.Until: a 24-hour
+// clock time and its zone.
+const ClockPattern = `^([01][0-9]|2[0-3]):[0-5][0-9] (UTC|PST|PDT)$`
+
+// NamePattern is the form of Number.Name: snake_case.
+const NamePattern = `^[a-z][a-z0-9]*(_[a-z0-9]+)*$`
+
+// clockRule is what Validate says of a malformed clock time.
+const clockRule = `not a 24-hour clock time with its zone ("09:35 UTC", "05:15 PST" or "10:07 PDT")`
+
 var (
-	nameRe  = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-	clockRe = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9] (UTC|PST|PDT)$`)
+	nameRe  = regexp.MustCompile(NamePattern)
+	clockRe = regexp.MustCompile(ClockPattern)
 
 	blankLineRe = regexp.MustCompile(`\n\s*\n`)
 )
@@ -353,7 +413,7 @@ func (r Record) Validate() error {
 	for i, t := range r.Timeline {
 		p := fmt.Sprintf("timeline[%d]", i)
 		if t.At != "" && !clockRe.MatchString(t.At) {
-			v.fail(p+".at", `not "HH:MM UTC" or "HH:MM PST": %q`, t.At)
+			v.fail(p+".at", clockRule+": %q", t.At)
 		}
 		if t.Date != "" {
 			if _, err := time.Parse(DateLayout, t.Date); err != nil {
@@ -367,7 +427,7 @@ func (r Record) Validate() error {
 				v.fail(q+".kind", "%q is not one of %s", a.Kind, strings.Join(ActionKinds, ", "))
 			}
 			if a.Until != "" && !clockRe.MatchString(a.Until) {
-				v.fail(q+".until", `not "HH:MM UTC" or "HH:MM PST": %q`, a.Until)
+				v.fail(q+".until", clockRule+": %q", a.Until)
 			}
 			if t.At == "" {
 				v.fail(q, "an action needs its entry's clock time (at)")
@@ -399,6 +459,9 @@ func (r Record) Validate() error {
 			}
 			names[n.Name] = i
 		}
+		if v.r.lines != nil && v.r.lines[p] > 0 && v.r.lines[p+".value"] == 0 {
+			v.fail(p+".value", "required: the figure as one number (a range or \"about N\": one value with approx: true)")
+		}
 		v.required(p+".unit", n.Unit)
 		v.required(p+".text", n.Text)
 	}
@@ -414,18 +477,35 @@ func (r Record) Validate() error {
 		if s.Kind != "" && !contains(SourceKinds, s.Kind) {
 			v.fail(p+".kind", "%q is not one of %s", s.Kind, strings.Join(SourceKinds, ", "))
 		}
-		if v.required(p+".archived", s.Archived) && !strings.HasPrefix(s.Archived, "https://") {
-			v.fail(p+".archived", "must start with https://: %q", s.Archived)
+		if a := strings.TrimSpace(s.Archived); a != "" && !strings.HasPrefix(a, "https://") {
+			v.fail(p+".archived", "must start with https://: %q (the address of an archived copy of url, such as https://web.archive.org/web/2024/%s; leave archived out when no copy exists)", s.Archived, s.URL)
 		}
 	}
 
 	v.required("summary", r.Summary)
-	return errors.Join(v.errs...)
+	return v.errs.orNil()
+}
+
+// Notes are what Validate lets pass but a reader should know, each
+// naming the file, the field path and the line: the sources without an
+// archived copy.
+func (r Record) Notes() []string {
+	var out []string
+	for i, s := range r.Sources {
+		if strings.TrimSpace(s.Archived) != "" {
+			continue
+		}
+		e := FieldError{File: r.fileName(), Field: fmt.Sprintf("sources[%d]", i), Line: r.lineOf(fmt.Sprintf("sources[%d]", i)),
+			Msg: fmt.Sprintf("%s has no archived copy: allowed, but if the page changes or goes away the record cites nothing; "+
+				"add archived: with the address of a copy when one exists (https://web.archive.org/save/%s makes one)", s.URL, s.URL)}
+		out = append(out, e.Error())
+	}
+	return out
 }
 
 type validator struct {
 	r    Record
-	errs []error
+	errs Errors
 }
 
 // required reports path as missing when s is blank, and says whether it was present.
@@ -438,11 +518,7 @@ func (v *validator) required(path, s string) bool {
 }
 
 func (v *validator) fail(path, format string, args ...any) {
-	msg := fmt.Sprintf("%s: %s: %s", v.r.fileName(), path, fmt.Sprintf(format, args...))
-	if line := v.r.lineOf(path); line > 0 {
-		msg += fmt.Sprintf(" (line %d)", line)
-	}
-	v.errs = append(v.errs, errors.New(msg))
+	v.errs = append(v.errs, &FieldError{File: v.r.fileName(), Line: v.r.lineOf(path), Field: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (r Record) fileName() string {

@@ -283,20 +283,75 @@ func TestParseRejectsBadYAML(t *testing.T) {
 	require.ErrorContains(t, err, "x.yaml")
 	require.ErrorContains(t, err, "more than one YAML document")
 
-	// A wrong type names the line too.
+	// A wrong type names the field's path and its line.
 	_, err = Parse("x.yaml", []byte(strings.Replace(minimal, "value: 5", "value: five", 1)))
-	require.ErrorContains(t, err, "x.yaml: line 13")
+	require.EqualError(t, err, `x.yaml: numbers[0].value: want a number, got "five" (line 13)`)
+}
+
+// Type errors name the file, the field path and the line, every one of
+// them, and say how to write what was meant.
+func TestParseTypeErrorsNameTheFieldPath(t *testing.T) {
+	bad := strings.NewReplacer(
+		"value: 5", "value: 40-50",
+		"systems: [zookeeper]", "systems: zookeeper",
+		"    event: It began.\n", "    event: [It, began]\n",
+		"summary: A short summary.", "summary:\n  text: A short summary.",
+	).Replace(minimal)
+	_, err := Parse("x.yaml", []byte(bad))
+	require.Error(t, err)
+	var es Errors
+	require.ErrorAs(t, err, &es)
+	require.Len(t, es, 4, err.Error())
+	require.Contains(t, err.Error(), `x.yaml: systems: want a list ("- " lines, or [a, b]), got "zookeeper" (line 5)`)
+	require.Contains(t, err.Error(), `x.yaml: timeline[0].event: want a string, got a list (line 10)`)
+	require.Contains(t, err.Error(), `x.yaml: numbers[0].value: want a number, got "40-50": for a range, give one figure (its middle, say) with approx: true, and the published words in text (line 13)`)
+	require.Contains(t, err.Error(), `x.yaml: summary: want a string, got a mapping (line 23)`)
+	require.Equal(t, &FieldError{File: "x.yaml", Line: 13, Field: "numbers[0].value", Msg: es[2].Msg}, es[2])
+
+	for text, want := range map[string]string{
+		strings.Replace(minimal, "value: 5", `value: "5"`, 1):                                           `numbers[0].value: want a number, got the string "5" (quoted, so not a number or true/false) (line 13)`,
+		strings.Replace(minimal, "value: 5", "value: about 5", 1):                                       `numbers[0].value: want a number, got "about 5": give the figure alone with approx: true`,
+		strings.Replace(minimal, "value: 5", "value: 5 minutes", 1):                                     `numbers[0].value: want a number, got "5 minutes": give the figure alone, and its unit in unit`,
+		strings.Replace(minimal, "value: 5", "value:", 1):                                               `numbers[0].value: want a number, got nothing (line 13)`,
+		strings.Replace(minimal, "unit: minutes", "unit: minutes\n    approx: yes", 1):                  `numbers[0].approx: want true or false, got "yes"`,
+		strings.Replace(minimal, "    kind: postmortem\n", "    kind: postmortem\n    kind: blog\n", 1): `sources[0].kind: repeated field (line 21)`,
+		strings.Replace(minimal, "  - A caused B.", "  A caused B.", 1):                                 `chain: want a list`,
+		"- id: IL-0001\n": `x.yaml: want the record's fields (key: value lines), got a list (line 1)`,
+	} {
+		_, err := Parse("x.yaml", []byte(text))
+		require.ErrorContains(t, err, want)
+	}
+
+	// A value that is missing altogether is Validate's to report.
+	r, err := Parse("x.yaml", []byte(strings.Replace(minimal, "    value: 5\n", "", 1)))
+	require.NoError(t, err)
+	require.EqualError(t, r.Validate(), `x.yaml: numbers[0].value: required: the figure as one number (a range or "about N": one value with approx: true) (line 12)`)
+}
+
+// A scenario given where a case record is wanted is named as one, in a
+// line, not as a list of unknown fields.
+func TestParseTellsAScenario(t *testing.T) {
+	scenario := "id: my-scenario\ntitle: A scenario\ncase: IL-0587\nsystem: zookeeper\nworkload:\n  kind: zk-tree-mirror\ntimeline:\n  warmup: 10s\nhypotheses: []\n"
+	_, err := Parse("mine.yaml", []byte(scenario))
+	require.ErrorIs(t, err, ErrScenario)
+	require.Len(t, strings.Split(err.Error(), "\n"), 1, err.Error())
+	require.Contains(t, err.Error(), "mine.yaml is a scenario, not a case record (it has case:, system:, workload:, hypotheses:)")
+
+	// A record with a stray scenario key is a record with an unknown field.
+	_, err = Parse("mine.yaml", []byte(minimal+"workload: {}\n"))
+	require.NotErrorIs(t, err, ErrScenario)
+	require.ErrorContains(t, err, "mine.yaml: workload: unknown field")
 }
 
 func TestMissingRequiredFieldNamesFileAndPath(t *testing.T) {
-	// archived removed from sources[0]: the error names the file, the path and the line of
+	// url removed from sources[0]: the error names the file, the path and the line of
 	// the list item that lacks it.
-	bad := strings.Replace(minimal, "    archived: https://web.archive.org/web/20200103/https://example.com/postmortem\n", "", 1)
+	bad := strings.Replace(minimal, "  - url: https://example.com/postmortem\n    kind: postmortem\n", "  - kind: postmortem\n", 1)
 	r, err := Parse("il-0001.yaml", []byte(bad))
 	require.NoError(t, err)
 	err = r.Validate()
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "il-0001.yaml: sources[0].archived: required (line 19)")
+	require.Contains(t, err.Error(), "il-0001.yaml: sources[0].url: required (line 19)")
 
 	// A present but empty title names the title's own line.
 	bad = strings.Replace(minimal, "title: A test record", `title: ""`, 1)
@@ -345,7 +400,8 @@ func TestLoadReadsAFileOnDisk(t *testing.T) {
 	bad := filepath.Join(dir, "broken.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte(minimal+"colour: red\n"), 0o644))
 	_, err = Load(bad)
-	require.ErrorContains(t, err, "broken.yaml: line 23")
+	require.ErrorContains(t, err, "broken.yaml: colour: unknown field (known: id, organisation, ")
+	require.ErrorContains(t, err, "(line 23)")
 
 	_, err = Load(filepath.Join(dir, "missing.yaml"))
 	require.Error(t, err)
@@ -404,4 +460,47 @@ func TestWrap(t *testing.T) {
 	}
 	long := "https://example.com/" + strings.Repeat("x", 60)
 	require.Equal(t, "see\n"+long+"\nok", wrap("", "see "+long+" ok", 30, ""))
+}
+
+// archived is optional: a record without an archived copy validates, and
+// Notes names each source without one; when given it must be https.
+func TestArchivedIsOptional(t *testing.T) {
+	bare := strings.Replace(minimal, "    archived: https://web.archive.org/web/20200103/https://example.com/postmortem\n", "", 1)
+	r, err := Parse("mine.yaml", []byte(bare))
+	require.NoError(t, err)
+	require.NoError(t, r.Validate())
+	notes := r.Notes()
+	require.Len(t, notes, 1)
+	require.Contains(t, notes[0], "mine.yaml: sources[0]: https://example.com/postmortem has no archived copy: allowed")
+	require.Contains(t, notes[0], "(line 19)")
+
+	r, err = Parse("mine.yaml", []byte(minimal))
+	require.NoError(t, err)
+	require.Empty(t, r.Notes(), "every source archived")
+
+	r, err = Parse("mine.yaml", []byte(strings.Replace(minimal, "archived: https://web.archive.org", "archived: web.archive.org", 1)))
+	require.NoError(t, err)
+	require.ErrorContains(t, r.Validate(), `mine.yaml: sources[0].archived: must start with https://: "web.archive.org/web/20200103/https://example.com/postmortem" (the address of an archived copy of url, such as https://web.archive.org/web/2024/https://example.com/postmortem; leave archived out when no copy exists) (line 21)`)
+}
+
+// A pull request and a mailing-list post are sources; every kind is
+// documented.
+func TestSourceKinds(t *testing.T) {
+	for _, kind := range []string{"pull-request", "mailing-list"} {
+		r, err := Parse("mine.yaml", []byte(strings.Replace(minimal, "kind: postmortem", "kind: "+kind, 1)))
+		require.NoError(t, err)
+		require.NoError(t, r.Validate(), kind)
+	}
+	for _, kind := range SourceKinds {
+		require.NotEmpty(t, SourceKindDocs[kind], kind)
+	}
+	require.Len(t, SourceKindDocs, len(SourceKinds))
+	for _, kind := range ResponderKinds {
+		require.NotEmpty(t, KindDocs[kind], kind)
+	}
+	require.Len(t, KindDocs, len(ResponderKinds))
+
+	r, err := Parse("mine.yaml", []byte(strings.Replace(minimal, "kind: postmortem", "kind: tweet", 1)))
+	require.NoError(t, err)
+	require.ErrorContains(t, r.Validate(), `sources[0].kind: "tweet" is not one of postmortem, blog, official-status, issue, pull-request, mailing-list, case-library`)
 }
