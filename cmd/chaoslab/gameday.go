@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,8 +52,12 @@ the next step now, extends or ends the observation; an operator takes
 actions (any registered fault, e.g. kill-restart of the leader to force an
 election, or of clients:50% to stop half the clients) from the dashboard
 or with 'chaoslab gameday act'. Every control and action is on the
-report's timeline with its author. Only requests bearing the run's token
-(in the URL printed) can read the events or act. The latest samples are
+report's timeline with its author and role. The run prints three URLs,
+each with a token of its own: the facilitator's (every control), an
+operator's (acts on the system) and a viewer's (watches): give each
+person the one for their role. Only requests bearing one of them can read
+the events; a viewer's cannot act, an operator's cannot steer the
+timeline. The latest samples are
 exposed for Prometheus at /metrics.`,
 		Example: `  chaoslab gameday il-0587-zk-treecache-reconnect-storm
   chaoslab gameday act kill-restart leader 3s --author alice
@@ -116,7 +121,11 @@ func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlag
 	defer con.close()
 	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed, Rerun: f.rerun(s.ID, v)}
 	con.hook(&o)
-	settle := gameday.Wire(ctx, &o, srv, func(url string) { con.con.Println(what + " dashboard: " + url) })
+	settle := gameday.Wire(ctx, &o, srv, func(string) {
+		con.con.Println(what + " dashboard, the facilitator's: " + srv.URLFor(gameday.Facilitator))
+		con.con.Println("  an operator's (acts): " + srv.URLFor(gameday.Operator))
+		con.con.Println("  a viewer's (watches): " + srv.URLFor(gameday.Viewer))
+	})
 	if steer != nil {
 		o.Steer = steer(srv)
 	}
@@ -156,18 +165,33 @@ func processAlive(pid int) bool {
 	return pid > 0 && err == nil
 }
 
+// gamedayAt is the game day a command reaches: the dashboard URL given
+// (with its token, as the run printed it), else the newest one running
+// under out on this machine (with the facilitator's token).
+func gamedayAt(out, dashboard string) (addr, token string, err error) {
+	if dashboard == "" {
+		gi, err := liveGameday(out)
+		return gi.Addr, gi.Token, err
+	}
+	u, err := url.Parse(dashboard)
+	if err != nil || u.Host == "" || u.Query().Get("token") == "" {
+		return "", "", errInput(fmt.Errorf("--url %q: want the dashboard's URL as the run printed it, http://HOST:PORT/?token=...", dashboard))
+	}
+	return u.Host, u.Query().Get("token"), nil
+}
+
 // postGameday sends one request to the running game day.
-func postGameday(cmd *cobra.Command, out, path string, body any) error {
-	gi, err := liveGameday(out)
+func postGameday(cmd *cobra.Command, out, dashboard, path string, body any) error {
+	addr, token, err := gamedayAt(out, dashboard)
 	if err != nil {
 		return err
 	}
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, "http://"+gi.Addr+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("X-Chaoslab-Token", gi.Token)
+	req.Header.Set("X-Chaoslab-Token", token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -184,7 +208,7 @@ func postGameday(cmd *cobra.Command, out, path string, body any) error {
 }
 
 func gamedayActCmd() *cobra.Command {
-	var out, author string
+	var out, dashboard, author string
 	var params map[string]string
 	cmd := &cobra.Command{
 		Use:   "act FAULT TARGET DURATION",
@@ -193,17 +217,19 @@ func gamedayActCmd() *cobra.Command {
   chaoslab gameday act kill-restart clients:50% 60s    # stop half the clients for a minute
   chaoslab gameday act remove-capacity fleet 10s       # IL-0384: take the added servers out
   chaoslab gameday act switch-strategy clients 5s --param strategy=paced --param window=8
-  chaoslab gameday act raise-init-limit observers 60s --param ticks=30`,
+  chaoslab gameday act raise-init-limit observers 60s --param ticks=30
+  chaoslab gameday act pause leader 10s --url 'http://127.0.0.1:8077/?token=...'   # an operator's URL`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q := actRequest(args, author, params)
 			if _, err := q.Action(); err != nil {
 				return errInput(err)
 			}
-			return postGameday(cmd, out, "/act", q)
+			return postGameday(cmd, out, dashboard, "/act", q)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
+	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with an operator's or the facilitator's token, as the run printed it (default: the newest game day under --out on this machine)")
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who acts (on the report's timeline)")
 	cmd.Flags().StringToStringVar(&params, "param", nil, "a fault parameter, KEY=VALUE")
 	return cmd
@@ -228,7 +254,7 @@ func actRequest(args []string, author string, params map[string]string) gameday.
 }
 
 func gamedayControlCmd() *cobra.Command {
-	var out, author string
+	var out, dashboard, author string
 	var seconds float64
 	cmd := &cobra.Command{
 		Use:       "control hold|release|next|extend|end",
@@ -236,10 +262,11 @@ func gamedayControlCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"hold", "release", "next", "extend", "end"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return postGameday(cmd, out, "/control", gameday.ControlRequest{Op: args[0], Seconds: seconds, Author: author})
+			return postGameday(cmd, out, dashboard, "/control", gameday.ControlRequest{Op: args[0], Seconds: seconds, Author: author})
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
+	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with the facilitator's token, as the run printed it (default: the newest game day under --out on this machine)")
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who steers (on the report's timeline)")
 	cmd.Flags().Float64Var(&seconds, "seconds", 30, "with extend: by how much")
 	return cmd

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/gameday"
 	"github.com/chaoslab/chaoslab/harness/kinds/fleet"
 	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
@@ -47,4 +49,24 @@ func TestActRequestParams(t *testing.T) {
 	}
 	_, err := actRequest([]string{"remove-capacity", "fleet", "10s"}, "bob", map[string]string{"servers": "2", "fraction": "0.5"}).Action()
 	require.ErrorContains(t, err, "not both")
+}
+
+// gameday act reaches a dashboard by its URL, as the run printed it: an
+// operator's URL acts (recorded with its role), a viewer's is refused.
+func TestActByURL(t *testing.T) {
+	h := gameday.NewHub()
+	c := gameday.NewControls(nil)
+	s, err := gameday.Listen("127.0.0.1", 0, h, c)
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	_, errOut, code := chaoslab(t, "gameday", "act", "pause", "leader", "3s", "--url", s.URLFor(gameday.Viewer), "--author", "vic")
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, "a viewer's token may only watch")
+	_, errOut, code = chaoslab(t, "gameday", "act", "pause", "leader", "3s", "--url", s.URLFor(gameday.Operator), "--author", "olga")
+	require.Equal(t, 0, code, errOut)
+	a := <-c.Actions()
+	require.Equal(t, "olga (operator)", a.Author)
+	_, errOut, code = chaoslab(t, "gameday", "control", "hold", "--url", "http://127.0.0.1:1/")
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, "want the dashboard's URL as the run printed it")
 }

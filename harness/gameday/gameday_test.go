@@ -115,7 +115,7 @@ func TestServerNeedsTheToken(t *testing.T) {
 	code, body := post("/control", s.Token, `{"op":"hold","author":"ann"}`)
 	require.Equal(t, http.StatusOK, code, body)
 	require.True(t, c.State().Held)
-	require.Equal(t, "ann", c.State().HeldBy)
+	require.Equal(t, "ann (facilitator)", c.State().HeldBy)
 
 	code, body = post("/act", s.Token, `{"fault":"no-such-fault","target":"leader","duration":"3s"}`)
 	require.Equal(t, http.StatusBadRequest, code)
@@ -124,7 +124,7 @@ func TestServerNeedsTheToken(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	a := <-c.Actions()
 	require.Equal(t, "kill-restart", a.Step.Fault)
-	require.Equal(t, "bob", a.Author)
+	require.Equal(t, "bob (facilitator)", a.Author)
 	require.Equal(t, 3*time.Second, a.Step.Duration.D())
 
 	resp, err := http.Get(base + "/events")
@@ -135,6 +135,61 @@ func TestServerNeedsTheToken(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// Each role's token does what its role may and no more: a viewer
+// watches (acting and steering are refused, nothing changes); an
+// operator acts, recorded with its author and role, but does not steer;
+// the facilitator steers.
+func TestRolesTokens(t *testing.T) {
+	h := NewHub()
+	c := NewControls(func(d string) { h.Control("", d) })
+	s, err := Listen("127.0.0.1", 0, h, c)
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	require.Len(t, s.Tokens, 3)
+	require.NotEqual(t, s.Tokens[Viewer], s.Tokens[Operator])
+	require.Equal(t, s.Token, s.Tokens[Facilitator])
+	require.Contains(t, s.URLFor(Viewer), "token="+s.Tokens[Viewer])
+	do := func(method, path string, role Role, body string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+s.Addr()+path, strings.NewReader(body))
+		req.Header.Set("X-Chaoslab-Token", s.Tokens[role])
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	act := `{"fault":"pause","target":"leader","duration":"3s","author":"vic"}`
+	code, body := do(http.MethodGet, "/state", Viewer, "")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = do(http.MethodGet, "/whoami", Viewer, "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `"role":"viewer"`)
+	code, body = do(http.MethodPost, "/act", Viewer, act)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "a viewer's token may only watch: this needs the operator's")
+	code, _ = do(http.MethodPost, "/control", Viewer, `{"op":"hold"}`)
+	require.Equal(t, http.StatusForbidden, code)
+	require.False(t, c.State().Held)
+	select {
+	case a := <-c.Actions():
+		t.Fatalf("a viewer's request acted: %+v", a)
+	default:
+	}
+
+	code, body = do(http.MethodPost, "/act", Operator, strings.Replace(act, "vic", "olga", 1))
+	require.Equal(t, http.StatusOK, code, body)
+	a := <-c.Actions()
+	require.Equal(t, "olga (operator)", a.Author)
+	code, body = do(http.MethodPost, "/control", Operator, `{"op":"end"}`)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "this needs the facilitator's")
+	require.False(t, c.State().Ended)
+
+	code, body = do(http.MethodPost, "/control", Facilitator, `{"op":"hold"}`)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Equal(t, "facilitator", c.State().HeldBy, "no name given: the role")
 }
 
 // TestTailFeedsTheDashboard: a journal written as a run writes it reaches

@@ -2,10 +2,7 @@ package gameday
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,9 +26,11 @@ var assets embed.FS
 type Server struct {
 	Hub      *Hub
 	Controls *Controls
-	// Token is what every request that reads the run's events or acts on
-	// it must bear (?token= or the X-Chaoslab-Token header).
-	Token string
+	// Token is the facilitator's: every request that reads the run's
+	// events or acts on it must bear one of Tokens (?token= or the
+	// X-Chaoslab-Token header), and what it may do is its role's.
+	Token  string
+	Tokens Tokens
 	ln    net.Listener
 	srv   *http.Server
 	mux   *http.ServeMux
@@ -48,20 +47,25 @@ func Listen(host string, port int, h *Hub, c *Controls) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tok := make([]byte, 16)
-	if _, err := rand.Read(tok); err != nil {
+	toks, err := newTokens()
+	if err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("make token: %w", err)
+		return nil, err
 	}
-	s := &Server{Hub: h, Controls: c, Token: hex.EncodeToString(tok), ln: ln, mux: http.NewServeMux()}
+	s := &Server{Hub: h, Controls: c, Token: toks[Facilitator], Tokens: toks, ln: ln, mux: http.NewServeMux()}
 	s.routes()
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }
 
-// URL is the dashboard's address with its token.
-func (s *Server) URL() string { return fmt.Sprintf("http://%s/?token=%s", s.ln.Addr(), s.Token) }
+// URL is the dashboard's address with the facilitator's token.
+func (s *Server) URL() string { return s.URLFor(Facilitator) }
+
+// URLFor is the dashboard's address with a role's token.
+func (s *Server) URLFor(r Role) string {
+	return fmt.Sprintf("http://%s/?token=%s", s.ln.Addr(), s.Tokens[r])
+}
 
 // Addr is the host:port the dashboard listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
@@ -69,35 +73,24 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Close stops the dashboard; the listening dashboards are told the end.
 func (s *Server) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
-// Mount adds a route that only requests bearing the run's token reach
-// (a training session's, for one); before the first request.
-func (s *Server) Mount(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, s.authed(h)) }
+// Mount adds a route that only requests bearing an operator's or the
+// facilitator's token reach (a training session's, for one); before the
+// first request.
+func (s *Server) Mount(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, s.authed(Operator, h))
+}
 
 func (s *Server) routes() {
 	mux := s.mux
 	static, _ := fs.Sub(assets, "assets")
 	mux.Handle("GET /", http.FileServerFS(static))
 	mux.HandleFunc("GET "+MetricsPath, metricsHandler(s.Hub))
-	mux.HandleFunc("GET /events", s.authed(s.events))
-	mux.HandleFunc("GET /state", s.authed(s.state))
-	mux.HandleFunc("GET /faults", s.authed(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, faults.Names()) }))
-	mux.HandleFunc("POST /control", s.authed(s.control))
-	mux.HandleFunc("POST /act", s.authed(s.act))
-}
-
-// authed lets a request through only with the run's token.
-func (s *Server) authed(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		tok := r.Header.Get("X-Chaoslab-Token")
-		if tok == "" {
-			tok = r.URL.Query().Get("token")
-		}
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
-			http.Error(w, "this run's token is required", http.StatusForbidden)
-			return
-		}
-		next(w, r)
-	}
+	mux.HandleFunc("GET /events", s.authed(Viewer, s.events))
+	mux.HandleFunc("GET /state", s.authed(Viewer, s.state))
+	mux.HandleFunc("GET /whoami", s.authed(Viewer, s.whoami))
+	mux.HandleFunc("GET /faults", s.authed(Viewer, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, faults.Names()) }))
+	mux.HandleFunc("POST /control", s.authed(Facilitator, s.control))
+	mux.HandleFunc("POST /act", s.authed(Operator, s.act))
 }
 
 // events streams the hub's messages as server-sent events.
@@ -141,7 +134,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "decode control: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := s.Controls.Do(q.Op, time.Duration(q.Seconds*float64(time.Second)), author(q.Author)); err != nil {
+	if err := s.Controls.Do(q.Op, time.Duration(q.Seconds*float64(time.Second)), authorOf(r, q.Author)); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -207,6 +200,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := q.Action()
+	a.Author = authorOf(r, q.Author)
 	if err == nil {
 		err = s.Controls.Act(a)
 	}

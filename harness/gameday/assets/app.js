@@ -183,7 +183,19 @@ const presets = [
   {label: "Raise the observers' initLimit to 30 ticks", fault: "raise-init-limit", target: "observers", duration: "60s", params: {ticks: 30}},
 ];
 
+// showRole shows only the controls the token's role may use: a viewer
+// watches; an operator acts; the facilitator also holds and ends.
+function showRole() {
+  api("/whoami").then((w) => {
+    $("role").textContent = "You are the " + w.role + ": you may " + w.may + ".";
+    document.body.dataset.role = w.role;
+    if (w.role === "viewer") { $("operator").hidden = true; $("you").querySelector("label").hidden = true; }
+    if (w.role !== "facilitator") $("facilitator").hidden = true;
+  }).catch(() => {});
+}
+
 function setup() {
+  showRole();
   for (const b of document.querySelectorAll("#facilitator button")) b.onclick = () => control(b.dataset.op, Number(b.dataset.seconds || 0));
   for (const p of presets) {
     const b = document.createElement("button");
