@@ -27,6 +27,10 @@ type gamedayFlags struct {
 	variant, out, placement string
 	seed                    int64
 	port                    int
+	// untilEnded keeps the run going after its timeline until the
+	// facilitator ends it, for at most maxOpen.
+	untilEnded bool
+	maxOpen    time.Duration
 	// command is the rerun's command ("chaoslab gameday").
 	command string
 }
@@ -60,6 +64,7 @@ the events; a viewer's cannot act, an operator's cannot steer the
 timeline. The latest samples are
 exposed for Prometheus at /metrics.`,
 		Example: `  chaoslab gameday il-0587-zk-treecache-reconnect-storm
+  chaoslab gameday il-0587 --until-ended          # the aftermath lasts until: chaoslab gameday control end
   chaoslab gameday act kill-restart leader 3s --author alice
   chaoslab gameday control hold`,
 		Args:              cobra.ExactArgs(1),
@@ -72,6 +77,8 @@ exposed for Prometheus at /metrics.`,
 	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
 	fl.StringVar(&f.placement, "placement", "auto", "local, docker or auto")
 	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
+	fl.BoolVar(&f.untilEnded, "until-ended", false, "after the timeline, keep the system running under its aftermath until the facilitator ends the run (chaoslab gameday control end)")
+	fl.DurationVar(&f.maxOpen, "max-open", 2*time.Hour, "with --until-ended: the longest the run goes on after its timeline")
 	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd())
 	return cmd
 }
@@ -107,6 +114,12 @@ func gamedayVariant(ref, v string) (*scenarios.Scenario, string, error) {
 func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlags, what string, steer func(*gameday.Server) runner.Steer) (*reports.Report, error) {
 	hub := gameday.NewHub()
 	ctl := gameday.NewControls(func(d string) { hub.Control("", d) })
+	if f.untilEnded {
+		if f.maxOpen <= 0 || f.maxOpen > 24*time.Hour {
+			return nil, errInput(fmt.Errorf("--max-open %s: want more than 0 and at most 24h", f.maxOpen))
+		}
+		ctl.UntilEnded(f.maxOpen)
+	}
 	srv, err := gameday.Listen("127.0.0.1", f.port, hub, ctl)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,18 @@ type Controls struct {
 	actions chan runner.Action
 	// onChange tells the dashboards (nil: nobody).
 	onChange func(detail string)
+	// openEnded, when above 0, keeps the observation going after the
+	// timeline until the facilitator ends it, for at most this long.
+	openEnded time.Duration
+}
+
+// UntilEnded keeps each variant's observation going after its timeline
+// until the facilitator ends it (or max has passed since the planned
+// end): a game day as long as the facilitator wants.
+func (c *Controls) UntilEnded(max time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.openEnded = max
 }
 
 // NewControls returns controls that let the timeline run as written.
@@ -97,10 +109,13 @@ func (c *Controls) Actions() <-chan runner.Action { return c.actions }
 // next is the end), at once on "next" or "end", and not while held.
 func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next string) runner.Go {
 	c.mu.Lock()
-	nexts := c.nexts
+	nexts, open := c.nexts, c.openEnded
 	c.mu.Unlock()
 	var heldSince time.Time
 	g := runner.Go{}
+	if next == "end" && open > 0 {
+		g.Notes = append(g.Notes, fmt.Sprintf("the timeline has played; the run goes on until the facilitator ends it (at most %s more)", open))
+	}
 	for {
 		c.mu.Lock()
 		held, ended, changed, extend := c.held, c.ended, c.changed, c.extend
@@ -117,7 +132,7 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 		}
 		due := t
 		if next == "end" {
-			due = t.Add(extend)
+			due = t.Add(extend + open)
 		}
 		switch {
 		case ended:
@@ -129,6 +144,9 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 			g.Notes = append(g.Notes, fmt.Sprintf("%s taken now by the facilitator, %.1fs early", next, time.Until(due).Seconds()))
 			return g
 		case !held && !time.Now().Before(due):
+			if next == "end" && open > 0 {
+				g.Notes = append(g.Notes, fmt.Sprintf("ended %s after the timeline: the most a run open to the facilitator lasts", open))
+			}
 			if next == "end" && extend > 0 {
 				g.Notes = append(g.Notes, fmt.Sprintf("observation extended by %s", extend))
 			}

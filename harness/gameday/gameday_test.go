@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/runner"
+
 	_ "github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/journal"
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -70,6 +72,35 @@ func TestControlsHoldNextExtendEnd(t *testing.T) {
 
 	require.Error(t, c.Do("explode", 0, "fac"))
 	require.Error(t, c.Do("extend", -time.Second, "fac"))
+}
+
+// Until ended: the faults keep their times, but the end waits for the
+// facilitator (or the most the run may go on), and says so.
+func TestControlsUntilEnded(t *testing.T) {
+	c := NewControls(nil)
+	c.UntilEnded(time.Hour)
+	ctx := context.Background()
+	g := c.Wait(ctx, "v", time.Now().Add(20*time.Millisecond), "pause")
+	require.True(t, g.OK, "a fault step keeps its time")
+	done := make(chan runner.Go)
+	go func() { done <- c.Wait(ctx, "v", time.Now(), "end") }()
+	select {
+	case <-done:
+		t.Fatal("the run ended before the facilitator ended it")
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, c.Do("end", 0, "fac"))
+	g = <-done
+	require.True(t, g.OK)
+	require.True(t, g.End)
+	require.Contains(t, strings.Join(g.Notes, "; "), "until the facilitator ends it (at most 1h0m0s more)")
+	require.Contains(t, strings.Join(g.Notes, "; "), "run ended by the facilitator")
+
+	c = NewControls(nil)
+	c.UntilEnded(50 * time.Millisecond)
+	g = c.Wait(ctx, "v", time.Now(), "end")
+	require.True(t, g.OK)
+	require.Contains(t, strings.Join(g.Notes, "; "), "the most a run open to the facilitator lasts")
 }
 
 func TestWaitEndsWithContext(t *testing.T) {

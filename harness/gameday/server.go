@@ -31,9 +31,9 @@ type Server struct {
 	// X-Chaoslab-Token header), and what it may do is its role's.
 	Token  string
 	Tokens Tokens
-	ln    net.Listener
-	srv   *http.Server
-	mux   *http.ServeMux
+	ln     net.Listener
+	srv    *http.Server
+	mux    *http.ServeMux
 }
 
 // DefaultPort is the dashboard's port unless told (chaoslab gameday and
