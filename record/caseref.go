@@ -7,16 +7,24 @@ import (
 	"github.com/chaoslab/chaoslab/verdict"
 )
 
-// CaseRefFor links a report to the case record id in seeds/ (only the id
-// when there is no such record).
+// CaseRefFor links a report to its case record (seeds.Get: a built-in
+// record, one of chaoslab's --cases, or a scenario's case: path.yaml);
+// only the id when there is no such record. A record named by its path
+// is linked by its id and its file.
 func CaseRefFor(id string) CaseRef {
 	ref := CaseRef{ID: id}
 	rec, err := seeds.Get(id)
 	if err != nil {
 		return ref
 	}
+	if seeds.IsPath(id) {
+		ref.ID = rec.ID
+	}
 	ref.Title = rec.Title
-	ref.Record = "seeds/" + rec.File()
+	ref.Record = rec.File()
+	if rec.Builtin() {
+		ref.Record = "seeds/" + rec.File()
+	}
 	for _, src := range rec.Sources {
 		ref.Sources = append(ref.Sources, Source{URL: src.URL, Archived: src.Archived})
 	}
@@ -36,7 +44,7 @@ func PublishedFigure(n seeds.Number) string {
 	return fig
 }
 
-// recordNumber is a number of the case record by name.
+// recordNumber is a number of the case record (seeds.Get) by name.
 func recordNumber(caseID, name string) (seeds.Number, bool) {
 	rec, err := seeds.Get(caseID)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,37 +61,70 @@ func (es Errors) orNil() error {
 // ProblemsOf lists the field errors err holds (through errors.Join and
 // wrapping); a problem that is not one is returned with its text only.
 func ProblemsOf(err error) []*FieldError {
-	if err == nil {
+	switch x := err.(type) {
+	case nil:
 		return nil
-	}
-	var es Errors
-	if errors.As(err, &es) && es.Error() == err.Error() {
-		return es
-	}
-	var fe *FieldError
-	if errors.As(err, &fe) && fe.Error() == err.Error() {
-		return []*FieldError{fe}
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
+	case Errors:
+		return x
+	case *FieldError:
+		return []*FieldError{x}
+	case interface{ Unwrap() []error }:
 		var out []*FieldError
-		for _, e := range j.Unwrap() {
+		for _, e := range x.Unwrap() {
 			out = append(out, ProblemsOf(e)...)
 		}
 		return out
+	case interface{ Unwrap() error }:
+		// Wrapped field errors are themselves (each names its file); a
+		// wrapped plain error is the wrapper's text.
+		if in := ProblemsOf(x.Unwrap()); len(in) > 1 || (len(in) == 1 && in[0].File != "") {
+			return in
+		}
 	}
 	return []*FieldError{{Msg: err.Error()}}
 }
 
-// ErrScenario is what Parse returns, wrapped, for a scenario file given
+// ErrScenario is what Parse returns (errors.Is) for a scenario file given
 // where a case record is wanted.
 var ErrScenario = errors.New("a scenario, not a case record")
+
+// scenarioError says that a file is a scenario, in a line.
+type scenarioError struct {
+	file string
+	keys []string
+}
+
+func (e scenarioError) Error() string {
+	keys := slices.Clone(e.keys)
+	slices.SortFunc(keys, func(a, b string) int { return slices.Index(scenarioKeys, a) - slices.Index(scenarioKeys, b) })
+	return fmt.Sprintf("%s is a scenario, not a case record (it has %s:; a case record has organisation:, numbers:, sources:): run or validate it as a scenario, and give its case record with --cases or its case: field",
+		e.file, strings.Join(keys[:min(len(keys), 2)], ": and "))
+}
+
+func (e scenarioError) Is(target error) bool { return target == ErrScenario }
 
 // scenarioKeys are top-level keys only a scenario has; recordKeys those
 // only a case record has (both have id, title and timeline).
 var (
-	scenarioKeys = []string{"case", "system", "workload", "topology", "variants", "hypotheses", "comparisons", "evidence", "expect", "sizes"}
+	scenarioKeys = []string{"workload", "hypotheses", "variants", "expect", "case", "system", "topology", "comparisons", "evidence", "sizes"}
 	recordKeys   = []string{"organisation", "date", "lab_system", "trigger", "numbers", "chain", "sources", "summary"}
 )
+
+// IsRecordText says whether a YAML document is a case record rather than
+// a scenario: whether its top-level keys (the lines that start with one)
+// include one only a case record has (organisation, date, lab_system,
+// trigger, numbers, chain, sources, summary). It reads the lines, so that
+// a record with a YAML mistake is still told.
+func IsRecordText(data []byte) bool {
+	for _, m := range topKeyRe.FindAllSubmatch(data, -1) {
+		if contains(recordKeys, string(m[1])) {
+			return true
+		}
+	}
+	return false
+}
+
+var topKeyRe = regexp.MustCompile(`(?m)^([a-z_]+)\s*:`)
 
 // isScenario says whether a document's root mapping is a scenario's: it
 // has keys only a scenario has, and none only a case record has.
@@ -136,8 +170,7 @@ func Parse(name string, data []byte) (Record, error) {
 	}
 	root := doc.Content[0]
 	if ok, keys := isScenario(root); ok {
-		return Record{}, fmt.Errorf("%s is a scenario, not a case record (it has %s:): give it to chaoslab run or validate, and its case record to --cases or its case: field: %w",
-			name, strings.Join(keys, ":, "), ErrScenario)
+		return Record{}, scenarioError{file: name, keys: keys}
 	}
 	w := walker{file: name}
 	w.walk(root, reflect.TypeOf(Record{}), "")

@@ -4,9 +4,11 @@
 //
 // Each record lives in a YAML file named after its case id in lower case (il-0587.yaml,
 // aws-ebs-2011.yaml, ...) and is embedded in the binary. Records are decoded strictly: an
-// unknown key is an error that names the file and the line. Parse and Load only decode; call
+// unknown key or a wrong type is an error that names the file, the field path and the line.
+// The format is documented in reference.md and schema.json. Parse and Load only decode; call
 // Record.Validate to check that the required fields are present and well formed. All and Get
-// return embedded records that have already passed Validate.
+// return embedded records that have already passed Validate; Get and Known also know the
+// records of a user's own (Register, LoadFile).
 package seeds
 
 import (
@@ -120,8 +122,9 @@ type Record struct {
 	// (optional: without it the cause offered is the trigger).
 	Training *Training `yaml:"training,omitempty" json:"training,omitempty"`
 
-	file  string         // file name the record was parsed from
-	lines map[string]int // field path -> line of its key in file
+	file    string         // file name the record was parsed from
+	lines   map[string]int // field path -> line of its key in file
+	builtin bool           // one of the records embedded in the binary
 }
 
 // TimelineEntry is one event. At is the clock as the write-up gives it, "HH:MM UTC" or
@@ -243,8 +246,12 @@ type Source struct {
 	Archived string `yaml:"archived,omitempty" json:"archived,omitempty"`
 }
 
-// File returns the name of the file the record was parsed from ("" if it was built in code).
+// File returns the name of the file the record was parsed from ("" if it was built in code):
+// a built-in record's file name in seeds/, a user's record's path as given.
 func (r Record) File() string { return r.file }
+
+// Builtin says whether the record is one of those embedded in the binary (seeds/).
+func (r Record) Builtin() bool { return r.builtin }
 
 // All returns every embedded record, sorted by id. It fails if any record does not parse or
 // validate, if a file is not named after its id, or if two records share an id.
@@ -281,6 +288,7 @@ func All() ([]Record, error) {
 			errs = append(errs, fmt.Errorf("%s: id %q already used by %s", name, r.ID, other))
 		}
 		seen[key] = name
+		r.builtin = true
 		recs = append(recs, r)
 	}
 	if len(errs) > 0 {
@@ -288,22 +296,6 @@ func All() ([]Record, error) {
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	return recs, nil
-}
-
-// Get returns the embedded record with the given id, compared without regard to case.
-func Get(id string) (Record, error) {
-	recs, err := All()
-	if err != nil {
-		return Record{}, err
-	}
-	ids := make([]string, 0, len(recs))
-	for _, r := range recs {
-		if strings.EqualFold(r.ID, strings.TrimSpace(id)) {
-			return r, nil
-		}
-		ids = append(ids, r.ID)
-	}
-	return Record{}, fmt.Errorf("seeds: unknown case %q (known: %s)", id, strings.Join(ids, ", "))
 }
 
 // Load reads and parses a record file on disk. It does not validate; call Validate.
@@ -320,7 +312,8 @@ const MaxRecordBytes = 1 << 20
 
 // LoadFile reads, parses and validates a case record file of a user's own
 // (a scenario's case: ./my-case.yaml, or a file of chaoslab's --cases
-// folder). Errors name the path as given.
+// folder). Errors name the path as given. Get finds the record by that
+// path afterwards.
 func LoadFile(path string) (Record, error) {
 	st, err := os.Stat(path)
 	switch {
@@ -342,6 +335,7 @@ func LoadFile(path string) (Record, error) {
 	if err := r.Validate(); err != nil {
 		return Record{}, err
 	}
+	remember(path, r)
 	return r, nil
 }
 

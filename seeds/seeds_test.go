@@ -3,6 +3,8 @@ package seeds
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -335,7 +337,7 @@ func TestParseTellsAScenario(t *testing.T) {
 	_, err := Parse("mine.yaml", []byte(scenario))
 	require.ErrorIs(t, err, ErrScenario)
 	require.Len(t, strings.Split(err.Error(), "\n"), 1, err.Error())
-	require.Contains(t, err.Error(), "mine.yaml is a scenario, not a case record (it has case:, system:, workload:, hypotheses:)")
+	require.Contains(t, err.Error(), "mine.yaml is a scenario, not a case record (it has workload: and hypotheses:; a case record has organisation:, numbers:, sources:)")
 
 	// A record with a stray scenario key is a record with an unknown field.
 	_, err = Parse("mine.yaml", []byte(minimal+"workload: {}\n"))
@@ -503,4 +505,27 @@ func TestSourceKinds(t *testing.T) {
 	r, err := Parse("mine.yaml", []byte(strings.Replace(minimal, "kind: postmortem", "kind: tweet", 1)))
 	require.NoError(t, err)
 	require.ErrorContains(t, r.Validate(), `sources[0].kind: "tweet" is not one of postmortem, blog, official-status, issue, pull-request, mailing-list, case-library`)
+}
+
+// A record is told from a scenario by its keys, even when its YAML is
+// broken.
+func TestIsRecordText(t *testing.T) {
+	require.True(t, IsRecordText([]byte(minimal)))
+	require.True(t, IsRecordText([]byte(strings.Replace(minimal, "title: A test record", "title: [A test record", 1))))
+	require.False(t, IsRecordText([]byte("id: x\ncase: IL-0587\nworkload:\n  kind: exec\n  # organisation: no\n")))
+}
+
+// ProblemsOf finds the field errors in a joined and wrapped error.
+func TestProblemsOf(t *testing.T) {
+	_, perr := Parse("a.yaml", []byte(strings.Replace(minimal, "value: 5", "value: five", 1)))
+	r, err := Parse("b.yaml", []byte(strings.Replace(minimal, "title: A test record", `title: ""`, 1)))
+	require.NoError(t, err)
+	verr := r.Validate()
+	got := ProblemsOf(fmt.Errorf("read --cases: %w", errors.Join(perr, verr)))
+	require.Equal(t, []*FieldError{
+		{File: "a.yaml", Line: 13, Field: "numbers[0].value", Msg: `want a number, got "five"`},
+		{File: "b.yaml", Line: 4, Field: "title", Msg: "required"},
+	}, got)
+	require.Equal(t, []*FieldError{{Msg: "read: gone"}}, ProblemsOf(fmt.Errorf("read: %w", errors.New("gone"))))
+	require.Nil(t, ProblemsOf(nil))
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strings"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,45 +13,72 @@ import (
 // known beside the built-in ones.
 var userCases string
 
+// loadedCases is --cases as read for a command: its records are
+// registered with seeds (so that every lookup, seeds.Get, finds them),
+// once.
+type loadedCases struct {
+	path    string
+	done    bool
+	recs    []seeds.Record
+	skipped []string // notes on the files skipped (scenarios)
+	err     error
+}
+
+var casesLoaded loadedCases
+
+// caseNotes is where the notes of reading --cases go (the command's
+// standard error; none before a command runs).
+var caseNotes io.Writer = io.Discard
+
 func casesFlag(root *cobra.Command) {
-	userCases = ""
+	userCases, casesLoaded, caseNotes = "", loadedCases{}, io.Discard
+	seeds.ResetRegistered()
 	root.PersistentFlags().StringVar(&userCases, "cases", "", "a folder (or file) of your own case records, known beside the built-in ones")
 	_ = root.MarkPersistentFlagFilename("cases", "yaml", "yml")
 }
 
-// caseRecords are the built-in case records and those of --cases, by id;
-// a record of --cases with a built-in id is an input error.
-func caseRecords() ([]seeds.Record, error) {
-	recs, err := seeds.All()
-	if err != nil || userCases == "" {
-		return recs, err
+// loadUserCases reads --cases and registers its records, once per
+// command; a scenario in the folder is skipped with a note. A record it
+// cannot read, or one with a built-in id, is an input error.
+func loadUserCases() error {
+	if userCases == "" {
+		return nil
 	}
-	mine, err := seeds.LoadDir(userCases)
+	l := &casesLoaded
+	if l.done && l.path == userCases {
+		return l.err
+	}
+	*l = loadedCases{path: userCases, done: true}
+	recs, skipped, err := seeds.LoadDir(userCases)
+	l.skipped = skipped
+	for _, s := range skipped {
+		fmt.Fprintf(caseNotes, "note: --cases %s\n", s)
+	}
+	if err == nil {
+		err = seeds.Register(recs...)
+	}
 	if err != nil {
-		return nil, errInput(fmt.Errorf("read --cases: %w", err))
+		l.err = errInput(fmt.Errorf("read --cases: %w", err))
+		return l.err
 	}
-	for _, m := range mine {
-		for _, r := range recs {
-			if strings.EqualFold(r.ID, m.ID) {
-				return nil, errInput(fmt.Errorf("read --cases: %s: id %s is a built-in case record's", m.File(), m.ID))
-			}
-		}
-	}
-	return append(recs, mine...), nil
+	l.recs = recs
+	return nil
 }
 
-// caseRecord finds a case record by id, in any case.
-func caseRecord(id string) (seeds.Record, error) {
-	recs, err := caseRecords()
-	if err != nil {
+// caseRecords are the built-in case records and those of --cases, by id.
+func caseRecords() ([]seeds.Record, error) {
+	if err := loadUserCases(); err != nil {
+		return nil, err
+	}
+	return seeds.Known()
+}
+
+// caseRecord finds a case record (seeds.Get): by id, in any case, among
+// the built-in ones and those of --cases; or by the path of its file.
+func caseRecord(ref string) (seeds.Record, error) {
+	if err := loadUserCases(); err != nil {
 		return seeds.Record{}, err
 	}
-	ids := make([]string, 0, len(recs))
-	for _, r := range recs {
-		if strings.EqualFold(r.ID, strings.TrimSpace(id)) {
-			return r, nil
-		}
-		ids = append(ids, r.ID)
-	}
-	return seeds.Record{}, errInput(fmt.Errorf("find case: unknown case %q (known: %s)", id, strings.Join(ids, ", ")))
+	rec, err := seeds.Get(ref)
+	return rec, errInput(err)
 }

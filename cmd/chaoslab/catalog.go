@@ -112,9 +112,10 @@ func showCmd() *cobra.Command {
 	var contract, eff bool
 	cmd := &cobra.Command{
 		Use:   "show ID|FILE",
-		Short: "Show a case record (IL-0587) or a scenario (its id or file)",
-		Long: `Show a case record by its id (with --cases, yours too), or a scenario by its
-id or file: its YAML, or with -o json the scenario as the loader read it.
+		Short: "Show a case record (IL-0587, or its file) or a scenario (its id or file)",
+		Long: `Show a case record by its id (with --cases, yours too) or its file, or a
+scenario by its id or file: its YAML, or with -o json the scenario as the
+loader read it.
 With --contract, what a program of yours run in place of the scenario's
 own (chaoslab run --client) is told, must do, and is judged by. With
 --effective, each variant as a run takes it: its settings merged over
@@ -128,8 +129,12 @@ Exit status: 0; 2 for an unknown id or a scenario file refused.`,
 			if err != nil {
 				return err
 			}
-			if rec, err := caseRecord(args[0]); err == nil && !contract && !eff {
+			rec, err := caseRecord(args[0])
+			if err == nil && !contract && !eff {
 				return showCase(cmd.OutOrStdout(), rec, j)
+			}
+			if err != nil && isRecordFile(args[0]) {
+				return err // a case record's file that does not validate
 			}
 			s, err := scenarios.Find(args[0])
 			if err != nil {
@@ -200,7 +205,10 @@ type validation struct {
 	ID       string    `json:"id,omitempty"`
 	OK       bool      `json:"ok"`
 	Problems []problem `json:"problems,omitempty"`
-	err      error
+	// Notes are what passes but a reader should know: a case record's
+	// sources without an archived copy.
+	Notes []string `json:"notes,omitempty"`
+	err   error
 }
 
 // problem is one thing validate refused.
@@ -215,12 +223,17 @@ func validateCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "validate [FILE|ID...]",
-		Short: "Check scenario files (default: the built-in ones and every case record)",
-		Long: `Check scenario files strictly: unknown fields, wrong types, unknown faults,
-metrics or case records are errors naming the file, line and field path.
-A built-in scenario can be named by its id or case id. Without FILE,
-checks the built-in scenarios and every case record (with --cases, yours
-too).
+		Short: "Check scenario files and case records (default: the built-in ones, and yours with --cases)",
+		Long: `Check scenario files and case record files strictly: unknown fields, wrong
+types, unknown faults, metrics or case records are errors naming the file,
+line and field path. A file is checked as a case record when it has a
+case record's keys (organisation:, sources:, ...), else as a scenario. A
+built-in scenario can be named by its id or case id. Without FILE, checks
+the built-in scenarios and every case record (with --cases DIR, yours
+too: chaoslab validate --cases DIR).
+
+A case record's source without an archived copy is allowed; validate
+prints a note naming it.
 
 Exit status: 0 when every file is valid, 2 when one is not (or for a bad
 flag).`,
@@ -254,8 +267,14 @@ flag).`,
 func validateAll(files []string) []validation {
 	var out []validation
 	if len(files) == 0 {
-		recs, err := caseRecords()
-		out = append(out, validated(validation{File: fmt.Sprintf("%d case records", len(recs))}, err))
+		builtin, err := seeds.All()
+		out = append(out, validated(validation{File: fmt.Sprintf("%d built-in case records", len(builtin))}, err))
+		if err := loadUserCases(); err != nil {
+			out = append(out, validated(validation{File: userCases}, err))
+		}
+		for _, r := range casesLoaded.recs {
+			out = append(out, validation{File: r.File(), ID: r.ID, OK: true, Notes: r.Notes()})
+		}
 		all, err := scenarios.Builtin()
 		for _, s := range all {
 			out = append(out, validation{File: s.Source, ID: s.ID, OK: true})
@@ -265,6 +284,15 @@ func validateAll(files []string) []validation {
 		}
 	}
 	for _, f := range files {
+		if isRecordFile(f) {
+			rec, err := seeds.LoadFile(f)
+			v := validated(validation{File: f, ID: rec.ID}, err)
+			if err == nil {
+				v.Notes = rec.Notes()
+			}
+			out = append(out, v)
+			continue
+		}
 		if rec, ok := caseWithoutScenario(f); ok {
 			out = append(out, validated(validation{File: rec.File(), ID: rec.ID}, rec.Validate()))
 			continue
@@ -301,6 +329,12 @@ func validated(v validation, err error) validation {
 		}
 		return v
 	}
+	if ps := seeds.ProblemsOf(err); len(ps) > 1 || (len(ps) == 1 && ps[0].File != "") {
+		for _, e := range ps {
+			v.Problems = append(v.Problems, problem{e.File, e.Line, e.Field, e.Msg})
+		}
+		return v
+	}
 	for _, line := range strings.Split(err.Error(), "\n") {
 		v.Problems = append(v.Problems, problem{Message: line})
 	}
@@ -315,7 +349,21 @@ func printValidation(out io.Writer, res []validation) {
 		case r.OK:
 			fmt.Fprintf(out, "ok  %s\n", r.File)
 		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(out, "note: %s\n", n)
+		}
 	}
+}
+
+// isRecordFile says whether ref is a file that holds a case record (not a
+// scenario): seeds.IsRecordText.
+func isRecordFile(ref string) bool {
+	st, err := os.Stat(ref)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > seeds.MaxRecordBytes {
+		return false
+	}
+	data, err := os.ReadFile(ref)
+	return err == nil && seeds.IsRecordText(data)
 }
 
 // sizeLengths is "; at size ci: 1m40s per variant (--size ci)" for each

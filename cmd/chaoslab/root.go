@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -46,12 +47,20 @@ writes a report whose verdict says whether the incident reproduced.
 		Version:       versionText(buildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			// --cases is read once, before the command: a record it cannot
+			// read is one error, not one per scenario that looks it up.
+			// Completion (of --cases' own value, say) does without.
+			if strings.HasPrefix(cmd.Name(), "__complete") {
+				return nil
+			}
+			caseNotes = cmd.ErrOrStderr()
+			return loadUserCases()
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")

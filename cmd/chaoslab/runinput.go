@@ -18,6 +18,9 @@ import (
 // findScenario is scenarios.Find; what it refuses (an unknown id, a file
 // the loader refuses) is an input error.
 func findScenario(ref string) (*scenarios.Scenario, error) {
+	if isRecordFile(ref) {
+		return nil, errInput(fmt.Errorf("find scenario: %s is a case record, not a scenario: chaoslab new scenario --case %s writes a scenario for it", ref, ref))
+	}
 	if rec, ok := caseWithoutScenario(ref); ok {
 		msg := fmt.Sprintf("find scenario: case %s has no harness scenario", rec.ID)
 		if _, err := cases.Get(rec.ID); err == nil {

@@ -10,13 +10,19 @@ import (
 
 // PlanFor builds the session's plan from the scenario's case record, the
 // other records' causes and the charts the scenario's plug-ins draw (the
-// plug-ins must be linked: harness/plugins).
+// plug-ins must be linked: harness/plugins). The records are those
+// seeds.Get and seeds.Known know: the built-in ones and a user's own
+// (--cases, or the scenario's case: path.yaml).
 func PlanFor(s *scenarios.Scenario, seed int64) (*Plan, error) {
-	rec, err := seeds.Get(s.Case)
+	ref := s.Case
+	if f := s.CaseFile(); f != "" {
+		ref = f
+	}
+	rec, err := seeds.Get(ref)
 	if err != nil {
 		return nil, fmt.Errorf("plan training: %w", err)
 	}
-	all, err := seeds.All()
+	all, err := seeds.Known()
 	if err != nil {
 		return nil, fmt.Errorf("plan training: %w", err)
 	}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// myCase is a case record of a user's own whose one source has no
+// archived copy.
+const myCase = `id: MY-0001
+organisation: Example Corp
+date: "2024-03-01"
+title: A reader fleet stalls with its ZooKeeper leader
+systems: [zookeeper]
+lab_system: zookeeper
+trigger: The leader ran at full CPU for a quarter of an hour.
+chain: [The leader stopped answering., Every reader reconnected at once.]
+numbers:
+  - name: stall_duration
+    value: 15
+    unit: minutes
+    text: How long the leader stalled.
+sources:
+  - url: https://example.com/postmortem
+    kind: pull-request
+summary: Readers reconnected at once when the leader stalled.
+`
+
+func writeFile(t *testing.T, path, text string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+// A folder of --cases that also holds a scenario: the scenario is skipped
+// with a line that says so; --cases naming the scenario itself is refused
+// in a line.
+func TestCasesFolderWithAScenario(t *testing.T) {
+	s := builtinScenario(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "my-0001.yaml"), myCase)
+	scen := writeScenario(t, dir, s, func(y string) string { return strings.Replace(y, "\ncase: "+s.Case, "\ncase: MY-0001", 1) })
+
+	out, errOut, code := chaoslab(t, "list", "--cases", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "MY-0001")
+	require.Contains(t, errOut, "note: --cases "+scen+": skipped: a scenario, not a case record")
+	require.NotContains(t, errOut, "not found in type")
+
+	out, errOut, code = chaoslab(t, "validate", "--cases", dir, scen)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "("+s.ID+")")
+
+	_, errOut, code = chaoslab(t, "list", "--cases", scen)
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, scen+" is a scenario, not a case record")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, errOut)
+}
+
+// A scenario naming a case nobody gave is told the two ways to give one.
+func TestUnknownCaseSaysHowToGiveOne(t *testing.T) {
+	s := builtinScenario(t)
+	file := writeScenario(t, t.TempDir(), s, func(y string) string { return strings.Replace(y, "\ncase: "+s.Case, "\ncase: ACME-1", 1) })
+	_, errOut, code := chaoslab(t, "validate", file)
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, `unknown case "ACME-1"`)
+	require.Contains(t, errOut, "--cases DIR")
+	require.Contains(t, errOut, "case: path.yaml")
+}
+
+// validate checks a case record's file as one, and notes each source
+// without an archived copy, with --cases as with a file.
+func TestValidateCaseRecords(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, filepath.Join(dir, "mine.yaml"), myCase)
+
+	out, errOut, code := chaoslab(t, "validate", "--cases", dir)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "ok  5 built-in case records")
+	require.Contains(t, out, "ok  "+file+" (MY-0001)")
+	require.Contains(t, out, "note: "+file+": sources[0]: https://example.com/postmortem has no archived copy")
+
+	out, _, code = chaoslab(t, "validate", file)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "ok  "+file+" (MY-0001)")
+	require.Contains(t, out, "note: ")
+
+	bad := writeFile(t, filepath.Join(t.TempDir(), "bad.yaml"), strings.Replace(myCase, "value: 15", "value: 10-20", 1))
+	out, errOut, code = chaoslab(t, "validate", bad, "-o", "json")
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, `numbers[0].value: want a number, got "10-20"`)
+	res := decode[[]validation](t, out)
+	require.Len(t, res, 1)
+	require.Equal(t, []problem{{File: bad, Line: 11, Field: "numbers[0].value",
+		Message: `want a number, got "10-20": for a range, give one figure (its middle, say) with approx: true, and the published words in text`}}, res[0].Problems)
+
+	_, errOut, code = chaoslab(t, "validate", "--cases", filepath.Dir(bad))
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, bad+`: numbers[0].value: want a number`)
+}
+
+// show takes a case record's file; run is told a record is not a
+// scenario.
+func TestShowACaseRecordFile(t *testing.T) {
+	file := writeFile(t, filepath.Join(t.TempDir(), "mine.yaml"), myCase)
+	out, errOut, code := chaoslab(t, "show", file)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "MY-0001  A reader fleet stalls")
+	require.Contains(t, out, "[pull-request] https://example.com/postmortem")
+
+	bad := writeFile(t, filepath.Join(t.TempDir(), "bad.yaml"), strings.Replace(myCase, "title: A reader", "title: [A reader", 1))
+	_, errOut, code = chaoslab(t, "show", bad)
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, bad)
+	require.NotContains(t, errOut, "not a case record or a scenario")
+
+	_, err := findScenario(file)
+	require.ErrorContains(t, err, file+" is a case record, not a scenario: chaoslab new scenario --case "+file)
+	require.Equal(t, exitInput, exitCode(err))
+}
