@@ -58,7 +58,7 @@ var SourceKindDocs = map[string]string{
 type Record struct {
 	// ID is the case's id, as commands take it (in any case): IL-0587,
 	// AWS-EBS-2011, or one of yours such as ACME-2024-03. A scenario names
-	// it in case:.
+	// it in its case: key.
 	ID string `yaml:"id" json:"id" jsonschema:"required,minLength=1"`
 	// Organisation is who had the incident (usually who published the
 	// write-up).
@@ -211,9 +211,9 @@ var KindDocs = map[string]string{
 	"disable-api":        "turn off an API (or a kind of request) to shed load",
 }
 
-// Number is one figure the write-up publishes (or one span computed from two published clock
-// times, which Text then says). Approx marks figures published as "about", "roughly", "a few
-// hundred" and the like.
+// Number is one figure the write-up publishes, or a span computed from two published clock
+// times (which its text then names). Approx marks figures published as "about", "roughly", "a
+// few hundred" and the like.
 type Number struct {
 	// Name is the figure's name in snake_case (full_outage_duration), unique
 	// in the record; a scenario's evidence names it.
@@ -221,7 +221,7 @@ type Number struct {
 	// Value is the figure as one number (20, 0.07, 10000); a range or "about
 	// N" is one value with approx: true.
 	Value float64 `yaml:"value" json:"value" jsonschema:"required"`
-	// Unit is what Value counts: count (a plain count), minutes, hours,
+	// Unit is what the value counts: count (a plain count), minutes, hours,
 	// days, percent, times, MB, GB, or snake_case words (servers_per_hour).
 	Unit string `yaml:"unit" json:"unit" jsonschema:"required,minLength=1"`
 	// Approx marks a figure published as "about", "roughly", "a few hundred"

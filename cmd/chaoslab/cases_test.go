@@ -123,3 +123,24 @@ func TestShowACaseRecordFile(t *testing.T) {
 	require.ErrorContains(t, err, file+" is a case record, not a scenario: chaoslab new scenario --case "+file)
 	require.Equal(t, exitInput, exitCode(err))
 }
+
+// schema case prints the case records' schema; schema alone (or schema
+// scenario) the scenarios' still.
+func TestSchemaCase(t *testing.T) {
+	out, _, code := chaoslab(t, "schema", "case")
+	require.Equal(t, 0, code)
+	want, err := os.ReadFile(filepath.Join("..", "..", "seeds", "schema.json"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), out)
+
+	scen, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "schema.json"))
+	require.NoError(t, err)
+	for _, args := range [][]string{{"schema"}, {"schema", "scenario"}} {
+		out, _, code = chaoslab(t, args...)
+		require.Equal(t, 0, code)
+		require.Equal(t, string(scen), out, args)
+	}
+	_, _, code = chaoslab(t, "schema", "cases")
+	require.Equal(t, exitInput, code)
+	require.Equal(t, []string{"scenario", "case"}, complete(t, "schema", ""))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
+	"github.com/chaoslab/chaoslab/seeds"
 )
 
 // faultTarget is what a fault can act on, and on which placements.
@@ -300,8 +301,8 @@ func printReducers(w io.Writer, rs []reducerDoc) {
 
 func schemaCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "schema",
-		Short: "Print the JSON Schema of scenario files (scenarios/schema.json)",
+		Use:   "schema [scenario|case]",
+		Short: "Print the JSON Schema of scenario files (scenarios/schema.json) or of case records (schema case)",
 		Long: `Print the JSON Schema of scenario files, scenarios/schema.json as built into
 this binary (generated from the format's Go types and the registered
 plug-ins). Save it and point a scenario at it with a modeline on its
@@ -310,10 +311,22 @@ first line, with a path relative to the file:
   chaoslab schema > schema.json
   # yaml-language-server: $schema=./schema.json
 
-Exit status: 0; 2 for a bad flag.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write(scenarios.SchemaJSON())
+chaoslab schema case prints the JSON Schema of case record files,
+seeds/schema.json (seeds/reference.md documents every key); point a
+record at it the same way:
+
+  chaoslab schema case > case-schema.json
+  # yaml-language-server: $schema=./case-schema.json
+
+Exit status: 0; 2 for a bad flag or argument.`,
+		Args:      cobra.MatchAll(cobra.MaximumNArgs(1), cobra.OnlyValidArgs),
+		ValidArgs: []string{"scenario", "case"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			schema := scenarios.SchemaJSON()
+			if len(args) == 1 && args[0] == "case" {
+				schema = seeds.SchemaJSON()
+			}
+			_, err := cmd.OutOrStdout().Write(schema)
 			return err
 		},
 	}
