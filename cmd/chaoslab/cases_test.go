@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/seeds"
 )
 
 // myCase is a case record of a user's own whose one source has no
@@ -143,4 +145,70 @@ func TestSchemaCase(t *testing.T) {
 	_, _, code = chaoslab(t, "schema", "cases")
 	require.Equal(t, exitInput, code)
 	require.Equal(t, []string{"scenario", "case"}, complete(t, "schema", ""))
+}
+
+// new case writes a commented record that parses; filled in, it
+// validates, and new scenario writes a scenario for it that validates.
+func TestNewCase(t *testing.T) {
+	out, _, code := chaoslab(t, "new", "case", "ACME-2024-03")
+	require.Equal(t, 0, code)
+	rec, err := seeds.Parse("stdout.yaml", []byte(out))
+	require.NoError(t, err)
+	require.Equal(t, "ACME-2024-03", rec.ID)
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "acme.yaml")
+	_, errOut, code := chaoslab(t, "new", "case", "ACME-2024-03", "-o", file)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "wrote "+file)
+	written, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.Equal(t, out, string(written))
+	_, errOut, code = chaoslab(t, "new", "case", "ACME-2024-03", "-o", file)
+	require.Equal(t, exitInput, code, "a file that exists is kept")
+	require.Contains(t, errOut, "exists")
+
+	_, errOut, code = chaoslab(t, "validate", file)
+	require.Equal(t, exitInput, code, "placeholders left")
+	require.Contains(t, errOut, file+": organisation: required (line ")
+
+	filled := strings.NewReplacer(
+		`organisation: ""`, `organisation: Acme`,
+		`date: ""`, `date: "2024-03-01"`,
+		`title: ""`, `title: A stalled leader took the readers down`,
+		`systems: [""]`, `systems: [zookeeper]`,
+		`lab_system: ""`, `lab_system: zookeeper`,
+		`trigger: ""`, `trigger: The leader stalled.`,
+		`    event: ""`, `    event: The leader stalls.`,
+		`  - name: ""`, `  - name: stall_duration`,
+		`    unit: ""`, `    unit: minutes`,
+		`    text: ""`, `    text: How long the leader stalled.`,
+		`  - ""`, `  - The leader stopped answering.`,
+		`  - url: ""`, `  - url: https://example.com/postmortem`,
+		`summary: ""`, `summary: A stalled leader took the readers down.`,
+	).Replace(out)
+	writeFile(t, file, filled)
+	out, errOut, code = chaoslab(t, "validate", file)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "ok  "+file+" (ACME-2024-03)")
+	require.Contains(t, out, "note: "+file+": sources[0]: https://example.com/postmortem has no archived copy")
+
+	scen := filepath.Join(dir, "acme-scenario.yaml")
+	_, errOut, code = chaoslab(t, "new", "scenario", "--case", file, "--kind", "zk-tree-mirror", "-o", scen)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = chaoslab(t, "validate", scen)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code = chaoslab(t, "--cases", dir, "list")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "ACME-2024-03")
+	require.Contains(t, errOut, "note: --cases "+scen+": skipped: a scenario, not a case record")
+
+	for _, id := range []string{"IL-0587", "il-0587", "has space"} {
+		_, errOut, code = chaoslab(t, "new", "case", id)
+		require.Equal(t, exitInput, code, id)
+		require.Contains(t, errOut, "new case: ", id)
+	}
+	_, errOut, code = chaoslab(t, "--cases", dir, "new", "case", "acme-2024-03")
+	require.Equal(t, exitInput, code)
+	require.Contains(t, errOut, "is that of "+file)
 }

@@ -19,10 +19,10 @@ import (
 func newCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "new",
-		Short: "Write a template: a scenario (new scenario) for a case record",
+		Short: "Write a template: a case record (new case), or a scenario for one (new scenario)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newScenarioCmd())
+	cmd.AddCommand(newCaseCmd(), newScenarioCmd())
 	return cmd
 }
 
