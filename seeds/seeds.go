@@ -490,8 +490,8 @@ func (r Record) Notes() []string {
 			continue
 		}
 		e := FieldError{File: r.fileName(), Field: fmt.Sprintf("sources[%d]", i), Line: r.lineOf(fmt.Sprintf("sources[%d]", i)),
-			Msg: fmt.Sprintf("%s has no archived copy: allowed, but if the page changes or goes away the record cites nothing; "+
-				"add archived: with the address of a copy when one exists (https://web.archive.org/save/%s makes one)", s.URL, s.URL)}
+			Msg: fmt.Sprintf("%s has no archived copy: allowed, but add archived: with the address of a copy when one exists, "+
+				"so that the record still cites the page if it changes or goes away", s.URL)}
 		out = append(out, e.Error())
 	}
 	return out
