@@ -17,11 +17,10 @@ var userCases string
 // registered with seeds (so that every lookup, seeds.Get, finds them),
 // once.
 type loadedCases struct {
-	path    string
-	done    bool
-	recs    []seeds.Record
-	skipped []string // notes on the files skipped (scenarios)
-	err     error
+	path string
+	done bool
+	recs []seeds.Record
+	err  error
 }
 
 var casesLoaded loadedCases
@@ -50,7 +49,6 @@ func loadUserCases() error {
 	}
 	*l = loadedCases{path: userCases, done: true}
 	recs, skipped, err := seeds.LoadDir(userCases)
-	l.skipped = skipped
 	for _, s := range skipped {
 		fmt.Fprintf(caseNotes, "note: --cases %s\n", s)
 	}

@@ -101,9 +101,14 @@ func TestValidateCaseRecords(t *testing.T) {
 	require.Equal(t, []problem{{File: bad, Line: 11, Field: "numbers[0].value",
 		Message: `want a number, got "10-20": for a range, give one figure (its middle, say) with approx: true, and the published words in text`}}, res[0].Problems)
 
-	_, errOut, code = chaoslab(t, "validate", "--cases", filepath.Dir(bad))
+	out, errOut, code = chaoslab(t, "validate", "--cases", filepath.Dir(bad), "-o", "json")
 	require.Equal(t, exitInput, code)
 	require.Contains(t, errOut, bad+`: numbers[0].value: want a number`)
+	res = decode[[]validation](t, out)
+	require.Len(t, res, 1, "the --cases problem alone, not once per scenario")
+	require.Equal(t, filepath.Dir(bad), res[0].File)
+	require.Equal(t, "numbers[0].value", res[0].Problems[0].Field)
+	require.Equal(t, 11, res[0].Problems[0].Line)
 }
 
 // show takes a case record's file; run is told a record is not a

@@ -265,13 +265,15 @@ flag).`,
 
 // validateAll checks files, or the built-in scenarios and case records.
 func validateAll(files []string) []validation {
+	// A record of --cases that cannot be read is the one result: every
+	// scenario would fail on it too.
+	if err := loadUserCases(); err != nil {
+		return []validation{validated(validation{File: userCases}, err)}
+	}
 	var out []validation
 	if len(files) == 0 {
 		builtin, err := seeds.All()
 		out = append(out, validated(validation{File: fmt.Sprintf("%d built-in case records", len(builtin))}, err))
-		if err := loadUserCases(); err != nil {
-			out = append(out, validated(validation{File: userCases}, err))
-		}
 		for _, r := range casesLoaded.recs {
 			out = append(out, validation{File: r.File(), ID: r.ID, OK: true, Notes: r.Notes()})
 		}

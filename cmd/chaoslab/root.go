@@ -55,11 +55,16 @@ writes a report whose verdict says whether the incident reproduced.
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
 			// --cases is read once, before the command: a record it cannot
 			// read is one error, not one per scenario that looks it up.
-			// Completion (of --cases' own value, say) does without.
+			// Completion (of --cases' own value, say) does without;
+			// validate reports such a record as its own result (as JSON
+			// with -o json).
 			if strings.HasPrefix(cmd.Name(), "__complete") {
 				return nil
 			}
 			caseNotes = cmd.ErrOrStderr()
+			if cmd.Name() == "validate" {
+				return nil
+			}
 			return loadUserCases()
 		},
 	}
