@@ -146,7 +146,15 @@ type TimelineEntry struct {
 	// the simulator replays (sim/cases), where the write-up tells it in
 	// prose; the entry needs a clock time (at).
 	Actions []Action `yaml:"actions,omitempty" json:"actions,omitempty"`
+	// Reveals marks an entry that gives away an answer a trainee is asked
+	// for (chaoslab train): "outcome" (what the incident did next: shown
+	// once the trainee has predicted it) or "cause" (why: shown once the
+	// trainee has given a diagnosis); either is shown when the run ends.
+	Reveals string `yaml:"reveals,omitempty" json:"reveals,omitempty" jsonschema:"enum=outcome,enum=cause"`
 }
+
+// RevealKinds are what a timeline entry may give away.
+var RevealKinds = []string{"outcome", "cause"}
 
 // Action is one thing the responders did, from its timeline entry's time. Kind is one of
 // ActionKinds. Until ("HH:MM UTC") is the latest time the write-up allows for it when it gives
@@ -178,12 +186,17 @@ type Training struct {
 	Responders []Responder `yaml:"responders,omitempty" json:"responders,omitempty"`
 }
 
-// Decoy is an explanation the responders followed first.
+// Decoy is an explanation the responders followed first, or one a
+// responder could have chased from what they saw.
 type Decoy struct {
 	// Text is the explanation, in a sentence.
 	Text string `yaml:"text" json:"text" jsonschema:"required,minLength=1"`
-	// Held says when or how long the responders held it, as the write-up does.
+	// Held says when or how long the responders held it, as the write-up
+	// does ("" for one the write-up names as a signal but not as held).
 	Held string `yaml:"held,omitempty" json:"held,omitempty"`
+	// Signal is what in the measurements points at it (a chart a trainee
+	// sees), so that it can be chased and ruled out.
+	Signal string `yaml:"signal,omitempty" json:"signal,omitempty"`
 }
 
 // Responder is one action of the responders, for a trainee's debrief.
@@ -415,6 +428,9 @@ func (r Record) Validate() error {
 			}
 		}
 		v.required(p+".event", t.Event)
+		if t.Reveals != "" && !contains(RevealKinds, t.Reveals) {
+			v.fail(p+".reveals", "%q is not one of %s (what the entry gives away to a trainee)", t.Reveals, strings.Join(RevealKinds, ", "))
+		}
 		for j, a := range t.Actions {
 			q := fmt.Sprintf("%s.actions[%d]", p, j)
 			if v.required(q+".kind", a.Kind) && !contains(ActionKinds, a.Kind) {

@@ -116,11 +116,26 @@ func (s *Session) State() State {
 	}
 	st.Diagnosed = slices.ContainsFunc(s.answers, func(a Answer) bool { return a.Cause != "" })
 	for _, e := range s.Plan.Timeline {
-		if st.Elapsed >= e.At {
+		if st.Elapsed >= e.At && s.revealedLocked(e.Reveals) {
 			st.Timeline = append(st.Timeline, e)
 		}
 	}
 	return st
+}
+
+// revealedLocked says whether the trainee may see what an entry gives
+// away: the outcome once they have predicted it at the first signs, the
+// cause once they have given a diagnosis; everything once the run ended.
+func (s *Session) revealedLocked(what string) bool {
+	switch {
+	case what == "" || s.done != "":
+		return true
+	case what == "outcome":
+		return s.answeredLocked("signs")
+	case what == "cause":
+		return slices.ContainsFunc(s.answers, func(a Answer) bool { return a.Cause != "" })
+	}
+	return false
 }
 
 // Done tells the session where its debrief is.

@@ -36,7 +36,7 @@ func onRunClock(rec *seeds.Record, span float64) []Entry {
 			pos = at[i].Sub(first).Seconds() / whole
 		}
 		x := max(prev, pos*0.9*span)
-		out[i] = Entry{At: x, Clock: clockLabel(t, at[i]), Event: strings.Join(strings.Fields(t.Event), " ")}
+		out[i] = Entry{At: x, Clock: clockLabel(t, at[i]), Event: strings.Join(strings.Fields(t.Event), " "), Reveals: t.Reveals}
 		prev = x
 	}
 	return out

@@ -62,6 +62,9 @@ type Entry struct {
 	At    float64 `json:"at_s"`
 	Clock string  `json:"clock"`
 	Event string  `json:"event"`
+	// Reveals is what the entry gives away (seeds.RevealKinds): it is
+	// shown only once the trainee has answered that.
+	Reveals string `json:"-"`
 }
 
 // Responder is one of the responders' actions.
