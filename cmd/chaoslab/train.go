@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ type trainFlags struct {
 	gamedayFlags
 	trainee string
 	hold    time.Duration
+	history bool
 }
 
 func trainCmd() *cobra.Command {
@@ -35,11 +37,22 @@ other incidents' causes. The timeline waits for an answer (--hold at most).
 The trainee may act on the stack at any time. When the run ends its report
 opens with a debrief: the predictions against what was measured, the
 diagnosis against the write-up, the actions against the responders', the
-time to the right diagnosis and a score.`,
-		Example:           `  chaoslab train il-0206-consul-agent-oom-primary-fallback --trainee sam`,
-		Args:              cobra.ExactArgs(1),
+time to the right diagnosis and a score. Each session is kept in the
+trainee's history ($CHAOSLAB_TRAINEES, else ~/.local/share/chaoslab/trainees,
+a file per trainee): --history prints it.`,
+		Example: `  chaoslab train il-0206-consul-agent-oom-primary-fallback --trainee sam
+  chaoslab train --history --trainee sam`,
+		Args:              cobra.RangeArgs(0, 1),
 		ValidArgsFunction: completeScenarioIDs,
-		RunE:              func(cmd *cobra.Command, args []string) error { return runTrain(cmd, args[0], f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.history {
+				return printHistory(cmd, f.trainee)
+			}
+			if len(args) != 1 {
+				return errInput(errors.New("train: give a scenario (or --history)"))
+			}
+			return runTrain(cmd, args[0], f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.variant, "variant", "", "the variant to play (default: the scenario's first, usually vulnerable)")
@@ -49,6 +62,7 @@ time to the right diagnosis and a score.`,
 	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
 	fl.StringVar(&f.trainee, "trainee", os.Getenv("USER"), "the trainee's name (in the debrief)")
 	fl.DurationVar(&f.hold, "hold", training.DefaultHold, "the longest a checkpoint holds the timeline for an answer")
+	fl.BoolVar(&f.history, "history", false, "print the trainee's kept sessions instead of training")
 	return cmd
 }
 
@@ -76,5 +90,39 @@ func runTrain(cmd *cobra.Command, ref string, f trainFlags) error {
 		return errors.Join(err, werr)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "debrief: score %d of %d, in %s/index.html\n", r.Debrief.Score, r.Debrief.Max, r.Dir)
-	return err
+	dir, herr := training.HistoryDir()
+	if herr == nil {
+		var path string
+		if path, herr = training.Keep(dir, r); herr == nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "kept in %s (chaoslab train --history --trainee %s)\n", path, f.trainee)
+		}
+	}
+	return errors.Join(err, herr)
+}
+
+// printHistory prints a trainee's kept sessions, oldest first.
+func printHistory(cmd *cobra.Command, trainee string) error {
+	dir, err := training.HistoryDir()
+	if err != nil {
+		return err
+	}
+	hs, err := training.History(dir, trainee)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if len(hs) == 0 {
+		fmt.Fprintf(out, "no training session kept for %s yet (in %s)\n", trainee, dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "when\tcase\tvariant\tscore\tdiagnosis\toutcome\treport")
+	for _, h := range hs {
+		diag := "not found"
+		if h.Diagnosed {
+			diag = fmt.Sprintf("right after %.0f s", h.DiagnosedAfter)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d of %d\t%s\t%s\t%s\n", h.At.Local().Format("2006-01-02 15:04"), h.Case, h.Variant, h.Score, h.Max, diag, h.Outcome, h.Report)
+	}
+	return tw.Flush()
 }
