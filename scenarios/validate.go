@@ -93,6 +93,7 @@ func (c *checker) variants(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 	if k != nil {
 		st := c.settings(baseWork, k.NewSettings(), "workload")
 		c.warmup(baseWork, st, s, "workload")
+		c.ineffective(baseWork, st, "workload")
 		c.fits(baseWork, st, topo, "workload")
 	}
 	if len(c.errs) > before {
@@ -118,6 +119,7 @@ func (c *checker) variants(s *Scenario, sys lab.System, k lab.Kind, root *yaml.N
 		merged := merge(baseWork, &v.Workload)
 		st := c.settings(merged, k.NewSettings(), p+".workload")
 		c.warmup(&v.Workload, st, s, p+".workload")
+		c.ineffective(&v.Workload, st, p+".workload")
 		if len(v.Workload.Content) > 0 || len(over.Content) > 0 {
 			c.fits(merged, st, vtopo, p+".workload")
 		}
@@ -156,6 +158,20 @@ func (c *checker) warmup(over *yaml.Node, st lab.Settings, s *Scenario, path str
 		return
 	}
 	for _, p := range w.CheckWarmup(s.Timeline.Warmup.D()) {
+		if at := lookupKey(over, p.Field); at != nil {
+			c.add(at, join(path, p.Field), "%s", p.Msg)
+		}
+	}
+}
+
+// ineffective refuses keys over sets that do nothing in the mode st is
+// in (a variant reports only what it sets itself).
+func (c *checker) ineffective(over *yaml.Node, st lab.Settings, path string) {
+	w, ok := st.(lab.IneffectiveChecker)
+	if !ok || st == nil {
+		return
+	}
+	for _, p := range w.CheckIneffective() {
 		if at := lookupKey(over, p.Field); at != nil {
 			c.add(at, join(path, p.Field), "%s", p.Msg)
 		}

@@ -136,6 +136,15 @@ type WarmupChecker interface {
 	CheckWarmup(warmup time.Duration) []Problem
 }
 
+// IneffectiveChecker is implemented by settings with keys that do nothing
+// in some modes (a bound on reads in flight for a client that reads
+// everything at once): the loader refuses such a key where a scenario
+// writes it, with the reason and the setting that would do it, rather
+// than let it be silently ignored.
+type IneffectiveChecker interface {
+	CheckIneffective() []Problem
+}
+
 // Msg records a problem when msg is not "".
 func (c *Checks) Msg(field, msg string) {
 	if msg != "" {

@@ -60,6 +60,15 @@ type Settings struct {
 // SetClient runs a user's client program in place of the built-in one.
 func (s *Settings) SetClient(c *lab.ClientProgram) { s.Program = c }
 
+// CheckIneffective: a window bounds nothing for a full-refresh client
+// that does not start paced (it reads everything at once).
+func (s *Settings) CheckIneffective() []lab.Problem {
+	var c lab.Checks
+	c.Need(s.Program != nil || s.Strategy != FullRefresh || s.PacedStart, "window",
+		"has no effect with strategy %s (every read at once, as Curator's TreeCache): it bounds a paced client's reads in flight (strategy: %s), or the first load with paced_start: true", FullRefresh, Paced)
+	return c
+}
+
 // WriterSettings are the background writer's.
 type WriterSettings struct {
 	// RatePerSec is the number of znode updates per second.
