@@ -385,5 +385,33 @@ func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.
 			need(f.name == "" || ok, p+"."+f.field, "no variant %q (variants: %s)", f.name, strings.Join(slices.Sorted(maps.Keys(s.Variants)), ", "))
 		}
 		need(e.Above == "" || (e.Variant != "" && e.Above != e.Variant), p+".above", "names the variant %q's figure must exceed: set variant to another one", e.Above)
+		if msg := caseNumber(s, e.Number); msg != "" {
+			c.add(lookup(root, p+".number"), p+".number", "%s", msg)
+		}
 	}
+}
+
+// caseNumber says what is wrong with an evidence row's number: it must
+// name one of the case record's numbers ("" when it does, when none is
+// given, or when the record cannot be read, which checkCase reports).
+func caseNumber(s *Scenario, name string) string {
+	if name == "" {
+		return ""
+	}
+	ref := s.Case
+	if s.caseFile != "" {
+		ref = s.caseFile
+	}
+	rec, err := seeds.Get(ref)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, n := range rec.Numbers {
+		if n.Name == name {
+			return ""
+		}
+		names = append(names, n.Name)
+	}
+	return fmt.Sprintf("no number %q in case record %s (its numbers: %s)", name, rec.ID, strings.Join(names, ", "))
 }
