@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
 
@@ -110,4 +112,25 @@ func TestReferenceUpToDate(t *testing.T) {
 	got, err := os.ReadFile("reference.md")
 	require.NoError(t, err, "reference.md is missing: run `go generate ./scenarios`")
 	require.Equal(t, string(want), string(got), "reference.md is out of date: run `go generate ./scenarios`")
+}
+
+// scenarios/README.md's tables of kinds and faults name every registered
+// one, as reference.md does.
+func TestReadmeTablesNameEveryPlugin(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	require.GreaterOrEqual(t, len(lab.KindNames()), 5, "the plug-ins are linked")
+	require.GreaterOrEqual(t, len(faults.Names()), 14)
+	for _, k := range lab.KindNames() {
+		if !strings.Contains(string(readme), "| `"+k+"` |") {
+			t.Errorf("README.md's kinds table lacks %s", k)
+		}
+	}
+	for _, f := range faults.Names() {
+		if !strings.Contains(string(readme), "| `"+f+"` |") {
+			t.Errorf("README.md's faults table lacks %s", f)
+		}
+	}
 }
