@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,7 +47,12 @@ func TestCasesFolderWithAScenario(t *testing.T) {
 	s := builtinScenario(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "my-0001.yaml"), myCase)
-	scen := writeScenario(t, dir, s, func(y string) string { return strings.Replace(y, "\ncase: "+s.Case, "\ncase: MY-0001", 1) })
+	// The scenario's evidence names its own record's numbers, which
+	// MY-0001 does not have.
+	noNumbers := regexp.MustCompile(`(?m)^    number: .*\n`)
+	scen := writeScenario(t, dir, s, func(y string) string {
+		return noNumbers.ReplaceAllString(strings.Replace(y, "\ncase: "+s.Case, "\ncase: MY-0001", 1), "")
+	})
 
 	out, errOut, code := chaoslab(t, "list", "--cases", dir)
 	require.Equal(t, 0, code, errOut)
