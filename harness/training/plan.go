@@ -113,9 +113,12 @@ func causes(rec *seeds.Record, others []*seeds.Record, seed int64) []Cause {
 	out := []Cause{{Text: causeOf(rec), real: true}}
 	if rec.Training != nil {
 		for _, d := range rec.Training.Decoys {
-			note := "The responders held this first"
+			note := "A signal the write-up names, which points elsewhere"
 			if d.Held != "" {
-				note += " (" + d.Held + ")"
+				note = "The responders held this first (" + d.Held + ")"
+			}
+			if d.Signal != "" {
+				note += "; in the lab: " + d.Signal
 			}
 			out = append(out, Cause{Text: d.Text, note: note + "."})
 		}
