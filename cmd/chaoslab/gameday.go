@@ -79,7 +79,7 @@ exposed for Prometheus at /metrics.`,
 	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
 	fl.BoolVar(&f.untilEnded, "until-ended", false, "after the timeline, keep the system running under its aftermath until the facilitator ends the run (chaoslab gameday control end)")
 	fl.DurationVar(&f.maxOpen, "max-open", 2*time.Hour, "with --until-ended: the longest the run goes on after its timeline")
-	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd())
+	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd(), gamedayNoteCmd())
 	return cmd
 }
 
@@ -282,5 +282,22 @@ func gamedayControlCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with the facilitator's token, as the run printed it (default: the newest game day under --out on this machine)")
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who steers (on the report's timeline)")
 	cmd.Flags().Float64Var(&seconds, "seconds", 30, "with extend: by how much")
+	return cmd
+}
+
+func gamedayNoteCmd() *cobra.Command {
+	var out, dashboard, author string
+	cmd := &cobra.Command{
+		Use:     "note TEXT",
+		Short:   "Add a participant's note to the running game day's timeline (an operator's or the facilitator's)",
+		Example: `  chaoslab gameday note "paged the database team" --author carol`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return postGameday(cmd, out, dashboard, "/note", gameday.NoteRequest{Text: args[0], Author: author})
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
+	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with an operator's or the facilitator's token (default: the newest game day under --out on this machine)")
+	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who notes it (on the report's timeline)")
 	return cmd
 }

@@ -91,6 +91,37 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /faults", s.authed(Viewer, func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, faults.Names()) }))
 	mux.HandleFunc("POST /control", s.authed(Facilitator, s.control))
 	mux.HandleFunc("POST /act", s.authed(Operator, s.act))
+	mux.HandleFunc("POST /note", s.authed(Operator, s.note))
+}
+
+// NoteRequest is the body of POST /note: a participant's note for the
+// run's timeline ("restarted the proxies by hand", "paging the DBA").
+type NoteRequest struct {
+	Text   string `json:"text"`
+	Author string `json:"author,omitempty"`
+}
+
+// MaxNote is the longest note, in bytes.
+const MaxNote = 2000
+
+func (s *Server) note(w http.ResponseWriter, r *http.Request) {
+	var q NoteRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<14)).Decode(&q); err != nil {
+		http.Error(w, "decode note: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	q.Text = strings.TrimSpace(q.Text)
+	if q.Text == "" || len(q.Text) > MaxNote {
+		http.Error(w, fmt.Sprintf("note: want 1 to %d bytes of text", MaxNote), http.StatusBadRequest)
+		return
+	}
+	author := authorOf(r, q.Author)
+	if err := s.Controls.Act(runner.Action{Author: author, Note: q.Text}); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	s.Hub.Control("", "note by "+author+": "+q.Text)
+	writeJSON(w, map[string]string{"noted": q.Text})
 }
 
 // events streams the hub's messages as server-sent events.

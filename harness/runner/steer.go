@@ -36,10 +36,12 @@ type Go struct {
 }
 
 // Action is an operator's action: a registered fault taken now, with its
-// target, duration and parameters, and who asked for it.
+// target, duration and parameters, and who asked for it; or, with Note
+// set, a participant's note for the timeline (no fault).
 type Action struct {
 	Step   scenarios.FaultStep
 	Author string
+	Note   string
 }
 
 // steered waits for the next step as s allows (as written without s) and
@@ -75,6 +77,10 @@ func (v *variant) actions(ctx context.Context, c lab.Cluster, w lab.Workload) (w
 			case <-actx.Done():
 				return
 			case a := <-v.o.Steer.Actions():
+				if a.Note != "" {
+					v.env.Event("note", a.Author, a.Note)
+					continue
+				}
 				n++
 				wg.Go(func() {
 					if fw, ok := v.act(ctx, n, a, c, w); ok {

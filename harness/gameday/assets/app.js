@@ -204,6 +204,11 @@ function setup() {
     b.onclick = () => act({fault: p.fault, target: p.target, duration: p.duration, params: p.params});
     $("presets").appendChild(b);
   }
+  $("addnote").onclick = () => {
+    api("/note", {text: $("note").value, author: $("author").value})
+      .then(() => { $("actmsg").textContent = "noted"; $("note").value = ""; })
+      .catch((e) => { $("actmsg").textContent = e.message; });
+  };
   $("act").onclick = () => {
     let params = {};
     try { params = JSON.parse($("params").value || "{}"); } catch (e) { $("actmsg").textContent = "params: " + e.message; return; }
