@@ -270,10 +270,10 @@ func gamedayControlCmd() *cobra.Command {
 	var out, dashboard, author string
 	var seconds float64
 	cmd := &cobra.Command{
-		Use:       "control hold|release|next|extend|end",
-		Short:     "Steer the running game day's timeline (a facilitator's control)",
+		Use:       "control hold|release|next|extend|end|stop",
+		Short:     "Steer the running game day's timeline (a facilitator's control; stop: the emergency stop, every fault ends and restores its target, the run ends)",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"hold", "release", "next", "extend", "end"},
+		ValidArgs: []string{"hold", "release", "next", "extend", "end", "stop"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return postGameday(cmd, out, dashboard, "/control", gameday.ControlRequest{Op: args[0], Seconds: seconds, Author: author})
 		},

@@ -19,6 +19,9 @@ type Controls struct {
 	nexts   int // how many times "next step now" was asked
 	extend  time.Duration
 	ended   bool
+	// stop is closed by an emergency stop (runner.EmergencyStopper).
+	stop    chan struct{}
+	stopped bool
 	actions chan runner.Action
 	// onChange tells the dashboards (nil: nobody).
 	onChange func(detail string)
@@ -38,7 +41,7 @@ func (c *Controls) UntilEnded(max time.Duration) {
 
 // NewControls returns controls that let the timeline run as written.
 func NewControls(onChange func(detail string)) *Controls {
-	return &Controls{changed: make(chan struct{}), actions: make(chan runner.Action, 16), onChange: onChange}
+	return &Controls{changed: make(chan struct{}), stop: make(chan struct{}), actions: make(chan runner.Action, 16), onChange: onChange}
 }
 
 // State is what the controls say now.
@@ -47,16 +50,23 @@ type State struct {
 	HeldBy   string  `json:"held_by,omitempty"`
 	Extended float64 `json:"extended_s"`
 	Ended    bool    `json:"ended"`
+	// Stopped: the facilitator's emergency stop ended every fault.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // State returns the controls' state.
 func (c *Controls) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return State{Held: c.held, HeldBy: c.heldBy, Extended: c.extend.Seconds(), Ended: c.ended}
+	return State{Held: c.held, HeldBy: c.heldBy, Extended: c.extend.Seconds(), Ended: c.ended, Stopped: c.stopped}
 }
 
-// Do applies one control: hold, release, next, extend (by d) or end.
+// Stopped implements runner.EmergencyStopper: closed by "stop".
+func (c *Controls) Stopped() <-chan struct{} { return c.stop }
+
+// Do applies one control: hold, release, next, extend (by d), end, or
+// stop (the emergency stop: every fault and action in progress ends and
+// restores its target, and the run ends).
 func (c *Controls) Do(op string, d time.Duration, author string) error {
 	c.mu.Lock()
 	switch op {
@@ -75,9 +85,15 @@ func (c *Controls) Do(op string, d time.Duration, author string) error {
 		c.extend += d
 	case "end":
 		c.held, c.ended = false, true
+	case "stop":
+		c.held, c.ended = false, true
+		if !c.stopped {
+			c.stopped = true
+			close(c.stop)
+		}
 	default:
 		c.mu.Unlock()
-		return fmt.Errorf("no control %q (have hold, release, next, extend, end)", op)
+		return fmt.Errorf("no control %q (have hold, release, next, extend, end, stop)", op)
 	}
 	close(c.changed)
 	c.changed = make(chan struct{})

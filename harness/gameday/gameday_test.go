@@ -103,6 +103,22 @@ func TestControlsUntilEnded(t *testing.T) {
 	require.Contains(t, strings.Join(g.Notes, "; "), "the most a run open to the facilitator lasts")
 }
 
+// The emergency stop closes Stopped once and ends the run.
+func TestControlsEmergencyStop(t *testing.T) {
+	c := NewControls(nil)
+	select {
+	case <-c.Stopped():
+		t.Fatal("stopped before any stop")
+	default:
+	}
+	require.NoError(t, c.Do("stop", 0, "fac"))
+	require.NoError(t, c.Do("stop", 0, "fac"), "a second stop is harmless")
+	<-c.Stopped()
+	require.True(t, c.State().Stopped)
+	g := c.Wait(context.Background(), "v", time.Now().Add(time.Hour), "pause")
+	require.True(t, g.End)
+}
+
 func TestWaitEndsWithContext(t *testing.T) {
 	c := NewControls(nil)
 	require.NoError(t, c.Do("hold", 0, "fac"))

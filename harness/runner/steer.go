@@ -25,6 +25,41 @@ type Steer interface {
 	Actions() <-chan Action
 }
 
+// EmergencyStopper is implemented by a Steer whose facilitator can stop
+// everything at once: Stopped is closed then; every fault and action in
+// progress ends at once and restores its target (as on an interrupt), no
+// later step is taken, and the run ends and is reported.
+type EmergencyStopper interface {
+	Stopped() <-chan struct{}
+}
+
+// faultCtx is ctx, ended early by an emergency stop; stopped says
+// whether that is what ended it.
+func (v *variant) faultCtx(ctx context.Context) (fctx context.Context, stopped func() bool, cancel context.CancelFunc) {
+	fctx, cancel = context.WithCancel(ctx)
+	es, ok := v.o.Steer.(EmergencyStopper)
+	if !ok {
+		return fctx, func() bool { return false }, cancel
+	}
+	var hit bool
+	var mu sync.Mutex
+	go func() {
+		select {
+		case <-es.Stopped():
+			mu.Lock()
+			hit = true
+			mu.Unlock()
+			cancel()
+		case <-fctx.Done():
+		}
+	}()
+	return fctx, func() bool { mu.Lock(); defer mu.Unlock(); return hit }, cancel
+}
+
+// EmergencyStopDetail is what a fault window ended by an emergency stop
+// says.
+const EmergencyStopDetail = "ended at once by the facilitator's emergency stop; its target restored"
+
 // Go is what Wait decided.
 type Go struct {
 	// OK is false when ctx ended first.
@@ -126,11 +161,16 @@ func (v *variant) act(ctx context.Context, n int, a Action, c lab.Cluster, w lab
 	fw := lab.FaultWindow{Fault: step.Fault, Target: step.Target, Member: names(targets), Start: v.env.Now(), Params: params, Detail: record.ActionPrefix + a.Author}
 	v.env.Event("action", fw.Member, fmt.Sprintf("%s %s (%s) for %s, by %s", step.Fault, fw.Member, step.Target, step.Duration, a.Author))
 	v.journalFault(fw, true)
-	pctx, proofs := faults.WithProofs(ctx, v.env.Now)
+	fctx, stopped, cancel := v.faultCtx(ctx)
+	defer cancel()
+	pctx, proofs := faults.WithProofs(fctx, v.env.Now)
 	ierr := injectAll(pctx, v.p.aborter, f, targets, step.Duration.D())
 	fw.End = v.env.Now()
 	fw.Proofs = v.proved(fw.Fault, proofs)
-	if ierr != nil && ctx.Err() == nil {
+	switch {
+	case stopped():
+		fw.Detail += ": " + EmergencyStopDetail
+	case ierr != nil && ctx.Err() == nil:
 		fw.Detail += ": " + ierr.Error()
 	}
 	v.journalFault(fw, false)

@@ -29,3 +29,28 @@ func TestNoteGoesOnTheTimeline(t *testing.T) {
 	require.Equal(t, "paged the database team", e.Detail)
 	require.Empty(t, wait(), "a note opens no fault window")
 }
+
+type stopSteer struct {
+	noteSteer
+	stop chan struct{}
+}
+
+func (s stopSteer) Stopped() <-chan struct{} { return s.stop }
+
+// A fault's context ends at the emergency stop, and says it was that.
+func TestFaultContextEndsAtEmergencyStop(t *testing.T) {
+	st := stopSteer{noteSteer{make(chan Action)}, make(chan struct{})}
+	v := &variant{o: Options{Steer: st}}
+	ctx, stopped, cancel := v.faultCtx(context.Background())
+	defer cancel()
+	require.False(t, stopped())
+	close(st.stop)
+	<-ctx.Done()
+	require.Eventually(t, stopped, time.Second, 10*time.Millisecond)
+	// Without a stopper the context ends only with its parent.
+	v = &variant{o: Options{Steer: st.noteSteer}}
+	ctx, stopped, cancel = v.faultCtx(context.Background())
+	cancel()
+	<-ctx.Done()
+	require.False(t, stopped())
+}

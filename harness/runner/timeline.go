@@ -193,10 +193,16 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 	v.enter(fmt.Sprintf("fault %d/%d %s %s (%s) for %s", i+1, len(v.p.s.Timeline.Faults), step.Fault, fw.Member, step.Target, step.Duration))
 	v.env.Event("fault", fw.Member, fmt.Sprintf("%s %s (%s) for %s", step.Fault, fw.Member, step.Target, step.Duration))
 	v.journalFault(fw, true)
-	pctx, proofs := faults.WithProofs(ctx, v.env.Now)
+	fctx, stopped, cancel := v.faultCtx(ctx)
+	defer cancel()
+	pctx, proofs := faults.WithProofs(fctx, v.env.Now)
 	ierr := injectAll(pctx, v.p.aborter, f, targets, step.Duration.D())
 	fw.End = v.env.Now()
 	fw.Proofs = v.proved(fw.Fault, proofs)
+	if stopped() {
+		ierr, fw.Detail = nil, EmergencyStopDetail
+		v.env.Event("emergency-stop", fw.Member, step.Fault+" "+EmergencyStopDetail)
+	}
 	if ierr != nil && ctx.Err() == nil {
 		fw.Detail = ierr.Error()
 	}

@@ -54,6 +54,15 @@ func NewSession(p *Plan, trainee string, base runner.Steer) *Session {
 // Actions implements runner.Steer: the operators' (and the trainee's).
 func (s *Session) Actions() <-chan runner.Action { return s.base.Actions() }
 
+// Stopped implements runner.EmergencyStopper: the controls' (a nil
+// channel, never closed, when they have none).
+func (s *Session) Stopped() <-chan struct{} {
+	if es, ok := s.base.(runner.EmergencyStopper); ok {
+		return es.Stopped()
+	}
+	return nil
+}
+
 // Wait implements runner.Steer: the controls decide when the next step
 // is due; then a checkpoint before that step holds it until answered.
 func (s *Session) Wait(ctx context.Context, variant string, t time.Time, next string) runner.Go {

@@ -160,7 +160,7 @@ function draw() {
 
 function refreshState() {
   api("/state").then((s) => {
-    $("ctlstate").textContent = (s.held ? "HELD by " + s.held_by : "running") + (s.extended_s ? ", observation extended " + s.extended_s + " s" : "") + (s.ended ? ", ended" : "");
+    $("ctlstate").textContent = (s.held ? "HELD by " + s.held_by : "running") + (s.extended_s ? ", observation extended " + s.extended_s + " s" : "") + (s.ended ? ", ended" : "") + (s.stopped ? " by the emergency stop" : "");
   }).catch(() => {});
 }
 
