@@ -236,9 +236,17 @@ func (v *VariantResult) Unfounded() []string {
 		if !f.IsAction() {
 			out = append(out, f.Missed()...)
 		}
+		if strings.HasSuffix(f.Detail, EmergencyStopDetail) {
+			out = append(out, fmt.Sprintf("the facilitator's emergency stop ended %s on %s at %.1f s, before its planned end", f.Fault, f.Member, f.End))
+		}
 	}
 	return out
 }
+
+// EmergencyStopDetail ends the detail of a fault window that a game
+// day's emergency stop ended: its measurements cannot decide the variant.
+const EmergencyStopDetail = "ended at once by the facilitator's emergency stop; its target restored"
+
 
 // unsteady lists the steady-state checks that failed before the first
 // fault of the scenario's timeline.

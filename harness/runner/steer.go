@@ -57,8 +57,8 @@ func (v *variant) faultCtx(ctx context.Context) (fctx context.Context, stopped f
 }
 
 // EmergencyStopDetail is what a fault window ended by an emergency stop
-// says.
-const EmergencyStopDetail = "ended at once by the facilitator's emergency stop; its target restored"
+// says (the variant is inconclusive).
+const EmergencyStopDetail = record.EmergencyStopDetail
 
 // Go is what Wait decided.
 type Go struct {
