@@ -247,7 +247,6 @@ func (v *VariantResult) Unfounded() []string {
 // day's emergency stop ended: its measurements cannot decide the variant.
 const EmergencyStopDetail = "ended at once by the facilitator's emergency stop; its target restored"
 
-
 // unsteady lists the steady-state checks that failed before the first
 // fault of the scenario's timeline.
 func (v *VariantResult) unsteady() []string {
