@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +29,11 @@ type gamedayFlags struct {
 	variant, out, placement string
 	seed                    int64
 	port                    int
+	// listen, when set, is the dashboard's address for colleagues on
+	// other machines (TLS, a certificate made for the run); tlsOn forces
+	// TLS on a loopback address too.
+	listen string
+	tlsOn  bool
 	// untilEnded keeps the run going after its timeline until the
 	// facilitator ends it, for at most maxOpen.
 	untilEnded bool
@@ -77,6 +84,8 @@ exposed for Prometheus at /metrics.`,
 	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
 	fl.StringVar(&f.placement, "placement", "auto", "local, docker or auto")
 	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
+	fl.StringVar(&f.listen, "listen", "", "serve the dashboard on HOST:PORT for colleagues on other machines: over TLS with a certificate made for the run (written to the run folder as "+gameday.CertFile+"), tokens still required")
+	fl.BoolVar(&f.tlsOn, "tls", false, "serve TLS on a loopback address too")
 	fl.BoolVar(&f.untilEnded, "until-ended", false, "after the timeline, keep the system running under its aftermath until the facilitator ends the run (chaoslab gameday control end)")
 	fl.DurationVar(&f.maxOpen, "max-open", 2*time.Hour, "with --until-ended: the longest the run goes on after its timeline")
 	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd(), gamedayNoteCmd())
@@ -120,9 +129,19 @@ func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlag
 		}
 		ctl.UntilEnded(f.maxOpen)
 	}
-	srv, err := gameday.Listen("127.0.0.1", f.port, hub, ctl)
+	var srv *gameday.Server
+	var err error
+	if f.listen != "" || f.tlsOn {
+		addr := f.listen
+		if addr == "" {
+			addr = fmt.Sprintf("127.0.0.1:%d", f.port)
+		}
+		srv, err = gameday.ListenAt(addr, f.tlsOn, hub, ctl)
+	} else {
+		srv, err = gameday.Listen("127.0.0.1", f.port, hub, ctl)
+	}
 	if err != nil {
-		return nil, err
+		return nil, errInput(err)
 	}
 	defer srv.Close(context.Background())
 	ctx, stop := interruptible(cmd.Context(), "interrupted: stopping the "+what+", cleaning up and writing an aborted report")
@@ -134,7 +153,19 @@ func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlag
 	defer con.close()
 	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed, Rerun: f.rerun(s.ID, v)}
 	con.hook(&o)
+	if srv.CertPEM != nil {
+		prev := o.OnDir
+		o.OnDir = func(d string) {
+			_ = os.WriteFile(filepath.Join(d, gameday.CertFile), srv.CertPEM, 0o644)
+			if prev != nil {
+				prev(d)
+			}
+		}
+	}
 	settle := gameday.Wire(ctx, &o, srv, func(string) {
+		if srv.CertPEM != nil {
+			con.con.Println("the dashboard serves TLS with a certificate made for this run, SHA-256 " + gameday.Fingerprint(srv.CertPEM) + " (" + gameday.CertFile + " in the run folder; chaoslab gameday act --cert FILE)")
+		}
 		con.con.Println(what + " dashboard, the facilitator's: " + srv.URLFor(gameday.Facilitator))
 		con.con.Println("  an operator's (acts): " + srv.URLFor(gameday.Operator))
 		con.con.Println("  a viewer's (watches): " + srv.URLFor(gameday.Viewer))
@@ -193,20 +224,52 @@ func gamedayAt(out, dashboard string) (addr, token string, err error) {
 	return u.Host, u.Query().Get("token"), nil
 }
 
-// postGameday sends one request to the running game day.
-func postGameday(cmd *cobra.Command, out, dashboard, path string, body any) error {
-	addr, token, err := gamedayAt(out, dashboard)
+// reach is how a command finds the running game day: by the URL a
+// colleague was given (with its token; --cert trusts the run's
+// certificate when it serves TLS), else the newest under --out here.
+type reach struct{ out, url, cert string }
+
+func (r *reach) flags(cmd *cobra.Command, role string) {
+	cmd.Flags().StringVar(&r.out, "out", "out/runs", "the game day's --out")
+	cmd.Flags().StringVar(&r.url, "url", "", "the dashboard's URL with "+role+" token, as the run printed it (default: the newest game day under --out on this machine)")
+	cmd.Flags().StringVar(&r.cert, "cert", "", "the run's certificate (dashboard-cert.pem in its folder) when the dashboard serves TLS")
+}
+
+// client trusts the run's certificate when given.
+func (r *reach) client() (*http.Client, error) {
+	if r.cert == "" {
+		return http.DefaultClient, nil
+	}
+	b, err := os.ReadFile(r.cert)
+	pool := x509.NewCertPool()
+	if err != nil || !pool.AppendCertsFromPEM(b) {
+		return nil, errInput(fmt.Errorf("--cert %s: want the run's certificate (PEM): %v", r.cert, err))
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
+}
+
+// post sends one request to the running game day.
+func (r *reach) post(cmd *cobra.Command, path string, body any) error {
+	addr, token, err := gamedayAt(r.out, r.url)
 	if err != nil {
 		return err
 	}
+	cl, err := r.client()
+	if err != nil {
+		return err
+	}
+	scheme := "http://"
+	if strings.HasPrefix(r.url, "https://") {
+		scheme = "https://"
+	}
 	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, scheme+addr+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("X-Chaoslab-Token", token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := cl.Do(req)
 	if err != nil {
 		return fmt.Errorf("reach game day: %w", err)
 	}
@@ -221,7 +284,8 @@ func postGameday(cmd *cobra.Command, out, dashboard, path string, body any) erro
 }
 
 func gamedayActCmd() *cobra.Command {
-	var out, dashboard, author string
+	var r reach
+	var author string
 	var params map[string]string
 	cmd := &cobra.Command{
 		Use:   "act FAULT TARGET DURATION",
@@ -238,11 +302,10 @@ func gamedayActCmd() *cobra.Command {
 			if _, err := q.Action(); err != nil {
 				return errInput(err)
 			}
-			return postGameday(cmd, out, dashboard, "/act", q)
+			return r.post(cmd, "/act", q)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
-	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with an operator's or the facilitator's token, as the run printed it (default: the newest game day under --out on this machine)")
+	r.flags(cmd, "an operator's or the facilitator's")
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who acts (on the report's timeline)")
 	cmd.Flags().StringToStringVar(&params, "param", nil, "a fault parameter, KEY=VALUE")
 	return cmd
@@ -267,7 +330,8 @@ func actRequest(args []string, author string, params map[string]string) gameday.
 }
 
 func gamedayControlCmd() *cobra.Command {
-	var out, dashboard, author string
+	var r reach
+	var author string
 	var seconds float64
 	cmd := &cobra.Command{
 		Use:       "control hold|release|next|extend|end|stop",
@@ -275,29 +339,28 @@ func gamedayControlCmd() *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"hold", "release", "next", "extend", "end", "stop"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return postGameday(cmd, out, dashboard, "/control", gameday.ControlRequest{Op: args[0], Seconds: seconds, Author: author})
+			return r.post(cmd, "/control", gameday.ControlRequest{Op: args[0], Seconds: seconds, Author: author})
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
-	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with the facilitator's token, as the run printed it (default: the newest game day under --out on this machine)")
+	r.flags(cmd, "the facilitator's")
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who steers (on the report's timeline)")
 	cmd.Flags().Float64Var(&seconds, "seconds", 30, "with extend: by how much")
 	return cmd
 }
 
 func gamedayNoteCmd() *cobra.Command {
-	var out, dashboard, author string
+	var r reach
+	var author string
 	cmd := &cobra.Command{
 		Use:     "note TEXT",
 		Short:   "Add a participant's note to the running game day's timeline (an operator's or the facilitator's)",
 		Example: `  chaoslab gameday note "paged the database team" --author carol`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return postGameday(cmd, out, dashboard, "/note", gameday.NoteRequest{Text: args[0], Author: author})
+			return r.post(cmd, "/note", gameday.NoteRequest{Text: args[0], Author: author})
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "out/runs", "the game day's --out")
-	cmd.Flags().StringVar(&dashboard, "url", "", "the dashboard's URL with an operator's or the facilitator's token (default: the newest game day under --out on this machine)")
+	r.flags(cmd, "an operator's or the facilitator's")
 	cmd.Flags().StringVar(&author, "author", os.Getenv("USER"), "who notes it (on the report's timeline)")
 	return cmd
 }

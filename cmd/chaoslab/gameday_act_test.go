@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,4 +79,21 @@ func TestActByURL(t *testing.T) {
 	_, errOut, code = chaoslab(t, "gameday", "control", "hold", "--url", "http://127.0.0.1:1/")
 	require.Equal(t, exitInput, code)
 	require.Contains(t, errOut, "want the dashboard's URL as the run printed it")
+}
+
+// A dashboard served over TLS (--listen, --tls) is reached with the run's
+// certificate; without it the client refuses the unknown certificate.
+func TestActOverTLS(t *testing.T) {
+	c := gameday.NewControls(nil)
+	s, err := gameday.ListenAt("127.0.0.2:0", true, gameday.NewHub(), c)
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	cert := filepath.Join(t.TempDir(), gameday.CertFile)
+	require.NoError(t, os.WriteFile(cert, s.CertPEM, 0o644))
+	_, errOut, code := chaoslab(t, "gameday", "note", "over TLS", "--url", s.URLFor(gameday.Operator), "--cert", cert, "--author", "ann")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "over TLS", (<-c.Actions()).Note)
+	_, errOut, code = chaoslab(t, "gameday", "note", "no cert", "--url", s.URLFor(gameday.Operator))
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "certificate")
 }

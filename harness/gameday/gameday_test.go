@@ -2,6 +2,8 @@ package gameday
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -278,4 +280,41 @@ func TestTailFeedsTheDashboard(t *testing.T) {
 	w.Add(journal.Record{Kind: journal.KindEnd}, true)
 	require.NoError(t, <-done)
 	_ = os.Remove(filepath.Join(dir, journal.File))
+}
+
+// --listen on another address serves TLS with a certificate made for the
+// run (here forced on 127.0.0.2, as tests stay on loopback): a client
+// that trusts that certificate reaches it with a token, and nothing
+// without one.
+func TestListenAtTLS(t *testing.T) {
+	h := NewHub()
+	c := NewControls(nil)
+	s, err := ListenAt("127.0.0.2:0", true, h, c)
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	require.NotEmpty(t, s.CertPEM)
+	require.Len(t, Fingerprint(s.CertPEM), 64)
+	require.True(t, strings.HasPrefix(s.URLFor(Viewer), "https://127.0.0.2:"))
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(s.CertPEM))
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := cl.Get(s.URLFor(Viewer))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = cl.Get(strings.Replace(s.URLFor(Viewer), "/?token=", "/state?token=", 1))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, err = cl.Get("https://" + s.Addr() + "/state")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	// Plain HTTP on loopback unless TLS is asked for; a bad address is refused.
+	p, err := ListenAt("127.0.0.1:0", false, h, c)
+	require.NoError(t, err)
+	defer p.Close(context.Background())
+	require.Nil(t, p.CertPEM)
+	_, err = ListenAt("127.0.0.1:http", false, h, c)
+	require.ErrorContains(t, err, "want HOST:PORT")
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ type Server struct {
 	// X-Chaoslab-Token header), and what it may do is its role's.
 	Token  string
 	Tokens Tokens
+	// CertPEM is the run's certificate when the dashboard serves TLS
+	// (ListenAt); nil for plain HTTP on loopback.
+	CertPEM []byte
 	ln     net.Listener
 	srv    *http.Server
 	mux    *http.ServeMux
@@ -47,12 +51,37 @@ func Listen(host string, port int, h *Hub, c *Controls) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return serve(ln, nil, h, c)
+}
+
+// ListenAt opens the dashboard on addr (host:port) for colleagues on
+// other machines: over TLS with a certificate made for the run (tlsOn
+// forces it on a loopback address too; elsewhere it is always on), and
+// every request still needs one of the run's tokens.
+func ListenAt(addr string, tlsOn bool, h *Hub, c *Controls) (*Server, error) {
+	host, p, err := net.SplitHostPort(addr)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("listen dashboard: --listen %q: want HOST:PORT", addr)
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() && !tlsOn {
+		return Listen(host, port, h, c)
+	}
+	ln, certPEM, err := listenTLS(addr)
+	if err != nil {
+		return nil, err
+	}
+	return serve(ln, certPEM, h, c)
+}
+
+// serve starts the dashboard on ln.
+func serve(ln net.Listener, certPEM []byte, h *Hub, c *Controls) (*Server, error) {
 	toks, err := newTokens()
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
-	s := &Server{Hub: h, Controls: c, Token: toks[Facilitator], Tokens: toks, ln: ln, mux: http.NewServeMux()}
+	s := &Server{Hub: h, Controls: c, Token: toks[Facilitator], Tokens: toks, CertPEM: certPEM, ln: ln, mux: http.NewServeMux()}
 	s.routes()
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -64,7 +93,11 @@ func (s *Server) URL() string { return s.URLFor(Facilitator) }
 
 // URLFor is the dashboard's address with a role's token.
 func (s *Server) URLFor(r Role) string {
-	return fmt.Sprintf("http://%s/?token=%s", s.ln.Addr(), s.Tokens[r])
+	scheme := "http"
+	if s.CertPEM != nil {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s/?token=%s", scheme, s.ln.Addr(), s.Tokens[r])
 }
 
 // Addr is the host:port the dashboard listens on.
