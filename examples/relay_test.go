@@ -14,8 +14,8 @@ import (
 // library against real etcd, which lists no client connections: the
 // relay in front of each instance counts what the members received. While
 // the followers are stopped, asking again at each 0.4 s timeout sends
-// about 2.5 requests a second; backing off about 0.35 (seeds 1 and 2:
-// 2.47 and 0.32); the bound is 1.
+// about 2.5 requests a second; backing off about 0.3 (seeds 1-5: 2.47-2.53
+// and 0.32 each); the bound is 1.
 func TestIntegration_EtcdRetryAtOnceIsCaught(t *testing.T) {
 	labtest.SkipUnlessCgroups(t, "a real etcd cluster and a client's processes", "the client's memory limit")
 	t.Chdir("..") // the scenario names its command from the repository's root
