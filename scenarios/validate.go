@@ -327,9 +327,7 @@ func (c *checker) checkCase(s *Scenario, root *yaml.Node) {
 
 // IsCasePath says whether a scenario's case names a file (a path, or a
 // name ending in .yaml or .yml) rather than a case id.
-func IsCasePath(ref string) bool {
-	return strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml")
-}
+func IsCasePath(ref string) bool { return seeds.IsPath(ref) }
 
 // judgement checks hypotheses, comparisons, expectations and evidence.
 func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.Node, need func(bool, string, string, ...any)) {

@@ -56,10 +56,6 @@ func (v *variant) faultCtx(ctx context.Context) (fctx context.Context, stopped f
 	return fctx, func() bool { mu.Lock(); defer mu.Unlock(); return hit }, cancel
 }
 
-// EmergencyStopDetail is what a fault window ended by an emergency stop
-// says (the variant is inconclusive).
-const EmergencyStopDetail = record.EmergencyStopDetail
-
 // Go is what Wait decided.
 type Go struct {
 	// OK is false when ctx ended first.
@@ -169,7 +165,7 @@ func (v *variant) act(ctx context.Context, n int, a Action, c lab.Cluster, w lab
 	fw.Proofs = v.proved(fw.Fault, proofs)
 	switch {
 	case stopped():
-		fw.Detail += ": " + EmergencyStopDetail
+		fw.Detail += ": " + record.EmergencyStopDetail
 	case ierr != nil && ctx.Err() == nil:
 		fw.Detail += ": " + ierr.Error()
 	}

@@ -200,8 +200,8 @@ func (v *variant) inject(ctx context.Context, i int, step scenarios.FaultStep, c
 	fw.End = v.env.Now()
 	fw.Proofs = v.proved(fw.Fault, proofs)
 	if stopped() {
-		ierr, fw.Detail = nil, EmergencyStopDetail
-		v.env.Event("emergency-stop", fw.Member, step.Fault+" "+EmergencyStopDetail)
+		ierr, fw.Detail = nil, record.EmergencyStopDetail
+		v.env.Event("emergency-stop", fw.Member, step.Fault+" "+record.EmergencyStopDetail)
 	}
 	if ierr != nil && ctx.Err() == nil {
 		fw.Detail = ierr.Error()
