@@ -35,9 +35,9 @@ type Server struct {
 	// CertPEM is the run's certificate when the dashboard serves TLS
 	// (ListenAt); nil for plain HTTP on loopback.
 	CertPEM []byte
-	ln     net.Listener
-	srv    *http.Server
-	mux    *http.ServeMux
+	ln      net.Listener
+	srv     *http.Server
+	mux     *http.ServeMux
 }
 
 // DefaultPort is the dashboard's port unless told (chaoslab gameday and
