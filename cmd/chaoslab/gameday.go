@@ -29,9 +29,9 @@ type gamedayFlags struct {
 	variant, out, placement string
 	seed                    int64
 	port                    int
-	// listen, when set, is the dashboard's address for colleagues on
-	// other machines (TLS, a certificate made for the run); tlsOn forces
-	// TLS on a loopback address too.
+	// listen, when set, is a second address of the dashboard, for
+	// colleagues on other machines (TLS, a certificate made for the run);
+	// tlsOn serves TLS on the loopback address instead.
 	listen string
 	tlsOn  bool
 	// untilEnded keeps the run going after its timeline until the
@@ -84,8 +84,8 @@ exposed for Prometheus at /metrics.`,
 	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
 	fl.StringVar(&f.placement, "placement", "auto", "local, docker or auto")
 	fl.IntVar(&f.port, "port", gameday.DefaultPort, "the dashboard's port on 127.0.0.1 (0: any free port)")
-	fl.StringVar(&f.listen, "listen", "", "serve the dashboard on HOST:PORT for colleagues on other machines: over TLS with a certificate made for the run (written to the run folder as "+gameday.CertFile+"), tokens still required")
-	fl.BoolVar(&f.tlsOn, "tls", false, "serve TLS on a loopback address too")
+	fl.StringVar(&f.listen, "listen", "", "serve the dashboard on HOST:PORT too, for colleagues on other machines: over TLS with a certificate made for the run (written to the run folder as "+gameday.CertFile+"), tokens still required; the facilitator's URL stays on 127.0.0.1:--port")
+	fl.BoolVar(&f.tlsOn, "tls", false, "serve TLS on 127.0.0.1:--port (without --listen)")
 	fl.BoolVar(&f.untilEnded, "until-ended", false, "after the timeline, keep the system running under its aftermath until the facilitator ends the run (chaoslab gameday control end)")
 	fl.DurationVar(&f.maxOpen, "max-open", 2*time.Hour, "with --until-ended: the longest the run goes on after its timeline")
 	cmd.AddCommand(gamedayActCmd(), gamedayControlCmd(), gamedayNoteCmd())
@@ -117,6 +117,28 @@ func gamedayVariant(ref, v string) (*scenarios.Scenario, string, error) {
 	return s, v, nil
 }
 
+// listenDashboard opens the dashboard: on 127.0.0.1:--port (over TLS
+// with --tls), and with --listen also at that address over TLS, where the
+// operators' and viewers' URLs point while the facilitator's stays on
+// this machine.
+func listenDashboard(f gamedayFlags, hub *gameday.Hub, ctl *gameday.Controls) (*gameday.Server, error) {
+	var srv *gameday.Server
+	var err error
+	if f.tlsOn && f.listen == "" {
+		srv, err = gameday.ListenAt(fmt.Sprintf("127.0.0.1:%d", f.port), true, hub, ctl)
+	} else {
+		srv, err = gameday.Listen("127.0.0.1", f.port, hub, ctl)
+	}
+	if err != nil || f.listen == "" {
+		return srv, err
+	}
+	if err := srv.ServeAlso(f.listen); err != nil {
+		_ = srv.Close(context.Background())
+		return nil, fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	return srv, nil
+}
+
 // playLive runs one variant of s with the live dashboard (what names it:
 // "game day", "training"); steer, when set, mounts its routes on the
 // dashboard and returns the run's Steer in place of the bare controls.
@@ -129,17 +151,7 @@ func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlag
 		}
 		ctl.UntilEnded(f.maxOpen)
 	}
-	var srv *gameday.Server
-	var err error
-	if f.listen != "" || f.tlsOn {
-		addr := f.listen
-		if addr == "" {
-			addr = fmt.Sprintf("127.0.0.1:%d", f.port)
-		}
-		srv, err = gameday.ListenAt(addr, f.tlsOn, hub, ctl)
-	} else {
-		srv, err = gameday.Listen("127.0.0.1", f.port, hub, ctl)
-	}
+	srv, err := listenDashboard(f, hub, ctl)
 	if err != nil {
 		return nil, errInput(err)
 	}
@@ -166,7 +178,7 @@ func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlag
 		if srv.CertPEM != nil {
 			con.con.Println("the dashboard serves TLS with a certificate made for this run, SHA-256 " + gameday.Fingerprint(srv.CertPEM) + " (" + gameday.CertFile + " in the run folder; chaoslab gameday act --cert FILE)")
 		}
-		con.con.Println(what + " dashboard, the facilitator's: " + srv.URLFor(gameday.Facilitator))
+		con.con.Println(what + " dashboard, the facilitator's (on this machine): " + srv.URLFor(gameday.Facilitator))
 		con.con.Println("  an operator's (acts): " + srv.URLFor(gameday.Operator))
 		con.con.Println("  a viewer's (watches): " + srv.URLFor(gameday.Viewer))
 	})

@@ -59,11 +59,16 @@ func artifacts(t *testing.T) string {
 	return dir
 }
 
-// TestIntegration_GamedayInChromium drives the dashboard as a facilitator
-// does, in headless Chromium, during a real IL-0587 run on ZooKeeper: the
-// charts update, the timeline is held before the leader's pause, half the
-// clients are stopped from the dashboard (the servers' connections drop,
-// measured in the report), the timeline is released and the fault comes.
+// TestIntegration_GamedayInChromium drives the dashboard as a team does,
+// in headless Chromium, during a real IL-0587 run on ZooKeeper: the
+// facilitator on 127.0.0.1, a viewer and an operator in browser contexts
+// of their own at the colleagues' address (127.0.0.2, over TLS). The
+// charts update; the facilitator holds the timeline before the leader's
+// pause; the viewer's action is refused and changes nothing; the
+// operator stops half the clients (the servers' connections drop,
+// measured in the report, the action recorded with its author); the
+// facilitator releases the timeline, the fault comes, and the facilitator
+// ends the run.
 func TestIntegration_GamedayInChromium(t *testing.T) {
 	labtest.SkipUnlessZooKeeper(t)
 	browser, err := exec.LookPath("chromium")
@@ -81,6 +86,7 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 	srv, err := gameday.Listen("127.0.0.1", 0, hub, gameday.NewControls(func(d string) { hub.Control("", d) }))
 	require.NoError(t, err)
 	defer srv.Close(context.Background())
+	require.NoError(t, srv.ServeAlso("127.0.0.2:0"))
 	o := runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Variants: []string{"vulnerable"}}
 	settle := gameday.Wire(ctx, &o, srv, nil)
 	type result struct {
@@ -95,7 +101,8 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 	}()
 
 	actx, acancel := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1500, 1100))...)
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1500, 1100),
+		chromedp.IgnoreCertErrors)...)
 	defer acancel()
 	bctx, bcancel := chromedp.NewContext(actx)
 	defer bcancel()
@@ -113,6 +120,7 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 
 	run("open the dashboard", chromedp.Navigate(srv.URL()), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
 	evalBool(`document.getElementById("author").value = "e2e-facilitator", true`)
+	viewer, operator := colleague(t, bctx, srv, gameday.Viewer), colleague(t, bctx, srv, gameday.Operator)
 	run("hold", chromedp.Click(chromedp.CSS("#hold")))
 	waitJS("held", `document.getElementById("ctlstate").textContent.startsWith("HELD")`, 10*time.Second)
 
@@ -128,8 +136,18 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	require.Zero(t, evalNum(`window.chaoslab.faults.length`), "a fault came while the timeline was held")
 
-	// Stop half the clients from the dashboard.
-	evalBool(`[...document.querySelectorAll("#presets button")].find(b => b.textContent.startsWith("Stop half")).click(), true`)
+	// The viewer sees no controls, and the server refuses its action.
+	require.True(t, viewer.bool(`document.getElementById("operator").hidden && document.getElementById("facilitator").hidden`), "a viewer is shown controls")
+	viewer.bool(`fetch("/act" + location.search, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({fault: "stop", target: "clients:50%", duration: "30s", author: "e2e-viewer"})}).then(r => window.refused = r.status), true`)
+	viewer.wait("the viewer's action answered", `window.refused !== undefined`, 10*time.Second)
+	require.Equal(t, "403", viewer.str(`String(window.refused)`), "a viewer's action")
+	time.Sleep(3 * time.Second)
+	require.Zero(t, evalNum(`window.chaoslab.actions.length`), "the viewer's refused action changed something")
+
+	// The operator stops half the clients from the dashboard.
+	require.True(t, operator.bool(`document.getElementById("facilitator").hidden && !document.getElementById("operator").hidden`), "an operator's controls")
+	operator.bool(`document.getElementById("author").value = "e2e-operator", true`)
+	operator.bool(`[...document.querySelectorAll("#presets button")].find(b => b.textContent.startsWith("Stop half")).click(), true`)
 	waitJS("action on the timeline", `window.chaoslab.actions.length > 0`, 30*time.Second)
 	time.Sleep(6 * time.Second)
 	shot("dashboard-held-action.png")
@@ -138,8 +156,10 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 	waitJS("the fault after release", `window.chaoslab.faults.some(f => f.fault === "pause")`, 30*time.Second)
 	time.Sleep(3 * time.Second)
 	shot("dashboard-fault.png")
+	operator.shot(shots, "dashboard-operator.png")
 	lags, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](`window.chaoslab.lags`))
 	require.NoError(t, err)
+	run("end the run", chromedp.Click(chromedp.CSS("#end")))
 
 	res := <-ran
 	require.NoError(t, res.err)
@@ -156,16 +176,19 @@ func TestIntegration_GamedayInChromium(t *testing.T) {
 // the report, and the action's effect: clients connected, and the
 // servers' connections.
 func checkReport(t *testing.T, vr *reports.VariantResult) {
-	var held, action bool
+	var held, action, ended bool
 	for _, e := range vr.Events {
-		held = held || (e.Kind == "control" && strings.Contains(e.Detail, "held before pause by e2e-facilitator"))
-		action = action || (e.Kind == "action" && strings.Contains(e.Detail, "by e2e-facilitator"))
+		held = held || (e.Kind == "control" && strings.Contains(e.Detail, "held before pause by e2e-facilitator (facilitator)"))
+		action = action || (e.Kind == "action" && strings.Contains(e.Detail, "by e2e-operator (operator)"))
+		ended = ended || (e.Kind == "control" && strings.Contains(e.Detail, "end by e2e-facilitator (facilitator)"))
+		require.NotContains(t, e.Detail, "e2e-viewer", "the viewer's refused action is on the timeline")
 	}
 	require.True(t, held, "the hold is not on the report's timeline")
-	require.True(t, action, "the action is not on the report's timeline")
+	require.True(t, action, "the operator's action is not on the report's timeline with its author")
+	require.True(t, ended, "the facilitator's end is not on the report's timeline")
 	var act *reports.FaultWindow
 	for i, f := range vr.Faults {
-		if f.Target == "clients:50%" && strings.Contains(f.Detail, "action by e2e-facilitator") {
+		if f.Target == "clients:50%" && strings.Contains(f.Detail, "action by e2e-operator (operator)") {
 			act = &vr.Faults[i]
 		}
 	}
@@ -221,4 +244,19 @@ func quantile(xs []float64, q float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[int(q*float64(len(s)-1))]
+}
+
+// colleague opens the dashboard in a browser context of its own (no
+// cookies or storage shared with the facilitator's) at the colleagues'
+// address, with a role's token, and waits for it to know its role.
+func colleague(t *testing.T, bctx context.Context, srv *gameday.Server, r gameday.Role) browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	u := srv.URLFor(r)
+	require.True(t, strings.HasPrefix(u, "https://127.0.0.2:"), u)
+	b := browserOf(t, ctx)
+	b.run("open the dashboard as "+r.String(), chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
+	b.wait(r.String()+"'s role shown", `document.body.dataset.role === "`+r.String()+`"`, 10*time.Second)
+	return b
 }

@@ -318,3 +318,30 @@ func TestListenAtTLS(t *testing.T) {
 	_, err = ListenAt("127.0.0.1:http", false, h, c)
 	require.ErrorContains(t, err, "want HOST:PORT")
 }
+
+// ServeAlso (--listen) adds a TLS address for colleagues beside the
+// facilitator's loopback one: the same tokens work at both, the
+// operators' and viewers' URLs point at the second, a viewer is refused
+// an action there as on loopback.
+func TestServeAlso(t *testing.T) {
+	s, err := Listen("127.0.0.1", 0, NewHub(), NewControls(nil))
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	require.NoError(t, s.ServeAlso("127.0.0.2:0"))
+	require.Error(t, s.ServeAlso("127.0.0.3:0"), "a third address")
+	require.True(t, strings.HasPrefix(s.URL(), "http://127.0.0.1:"), s.URL())
+	require.True(t, strings.HasPrefix(s.URLFor(Operator), "https://"+s.ColleaguesAddr()+"/"), s.URLFor(Operator))
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(s.CertPEM))
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	for _, u := range []string{s.URLAt(s.Addr(), false, Viewer), s.URLFor(Viewer)} {
+		resp, err := cl.Get(strings.Replace(u, "/?token=", "/whoami?token=", 1))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, u)
+		resp, err = cl.Post(strings.Replace(u, "/?token=", "/act?token=", 1), "application/json", strings.NewReader(`{"kind":"kill","target":"clients:1"}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, u)
+	}
+}

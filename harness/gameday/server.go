@@ -36,8 +36,11 @@ type Server struct {
 	// (ListenAt); nil for plain HTTP on loopback.
 	CertPEM []byte
 	ln      net.Listener
-	srv     *http.Server
-	mux     *http.ServeMux
+	// also is the address colleagues reach the dashboard at (ServeAlso),
+	// "" when there is none.
+	also net.Listener
+	srv  *http.Server
+	mux  *http.ServeMux
 }
 
 // DefaultPort is the dashboard's port unless told (chaoslab gameday and
@@ -88,16 +91,52 @@ func serve(ln net.Listener, certPEM []byte, h *Hub, c *Controls) (*Server, error
 	return s, nil
 }
 
+// ServeAlso serves the same dashboard, with the same tokens, on addr too
+// (host:port, port 0 for a free one) over TLS with a certificate made for
+// the run: the facilitator keeps the loopback address Listen opened, and
+// colleagues on other machines (or a test's second loopback address) come
+// in at addr.
+func (s *Server) ServeAlso(addr string) error {
+	if s.also != nil || s.CertPEM != nil {
+		return errors.New("serve dashboard: already served at a second address")
+	}
+	ln, certPEM, err := listenTLS(addr)
+	if err != nil {
+		return err
+	}
+	s.also, s.CertPEM = ln, certPEM
+	go func() { _ = s.srv.Serve(ln) }()
+	return nil
+}
+
 // URL is the dashboard's address with the facilitator's token.
 func (s *Server) URL() string { return s.URLFor(Facilitator) }
 
-// URLFor is the dashboard's address with a role's token.
+// URLFor is the dashboard's address with a role's token: for the
+// facilitator the first address; for the others the colleagues' address
+// when ServeAlso opened one.
 func (s *Server) URLFor(r Role) string {
+	if s.also != nil && r != Facilitator {
+		return s.URLAt(s.also.Addr().String(), true, r)
+	}
+	return s.URLAt(s.ln.Addr().String(), s.also == nil && s.CertPEM != nil, r)
+}
+
+// URLAt is the dashboard at addr, over TLS or not, with a role's token.
+func (s *Server) URLAt(addr string, tlsOn bool, r Role) string {
 	scheme := "http"
-	if s.CertPEM != nil {
+	if tlsOn {
 		scheme = "https"
 	}
-	return fmt.Sprintf("%s://%s/?token=%s", scheme, s.ln.Addr(), s.Tokens[r])
+	return fmt.Sprintf("%s://%s/?token=%s", scheme, addr, s.Tokens[r])
+}
+
+// ColleaguesAddr is the address ServeAlso opened ("" when none).
+func (s *Server) ColleaguesAddr() string {
+	if s.also == nil {
+		return ""
+	}
+	return s.also.Addr().String()
 }
 
 // Addr is the host:port the dashboard listens on.

@@ -225,6 +225,7 @@ func (c *cluster) sample(ctx context.Context, m *member) lab.MemberSample {
 			s.Values["server.goroutines"] = float64(g.Value)
 		}
 	}
+	s.Values[lab.SeriesServerRequests] = m.reqs.add(*info)
 	return s
 }
 
@@ -261,6 +262,7 @@ type member struct {
 	*servers.Member
 	server bool
 	c      *cluster
+	reqs   requestCount
 }
 
 // role asks the node which server leads.

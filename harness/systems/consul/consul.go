@@ -135,6 +135,7 @@ func (*System) Series() []lab.SeriesDef {
 	return []lab.SeriesDef{
 		{Name: "server.alloc_mb", Title: "Go heap in use per Consul node (MiB, /v1/agent/metrics)", Unit: "MiB"},
 		{Name: "server.goroutines", Title: "Goroutines per Consul node (/v1/agent/metrics)", Unit: "goroutines"},
+		{Name: lab.SeriesServerRequests, Title: "Requests each Consul node received: RPCs, HTTP API calls and DNS queries (cumulative over its finished 10 s metric intervals, /v1/agent/metrics)", Unit: "requests"},
 		{Name: SeriesOOMKills, Title: "Client agents OOM-killed by their memory cgroup (cumulative, the kernel's oom_kill; per pod and all agents)", Unit: "kills", Marks: []string{"oom-kill", "agent-restart"}},
 		{Name: SeriesRestarts, Title: "Client agents restarted after death (cumulative, per pod and all agents)", Unit: "restarts"},
 		{Name: SeriesDown, Title: "Time client agents were down: dead, in back-off or not yet joined (s, cumulative)", Unit: "s"},
