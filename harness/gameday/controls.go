@@ -16,6 +16,7 @@ type Controls struct {
 	changed chan struct{} // closed and replaced at every change
 	held    bool
 	heldBy  string
+	endedBy string
 	nexts   int // how many times "next step now" was asked
 	extend  time.Duration
 	ended   bool
@@ -84,9 +85,9 @@ func (c *Controls) Do(op string, d time.Duration, author string) error {
 		}
 		c.extend += d
 	case "end":
-		c.held, c.ended = false, true
+		c.held, c.ended, c.endedBy = false, true, author
 	case "stop":
-		c.held, c.ended = false, true
+		c.held, c.ended, c.endedBy = false, true, author
 		if !c.stopped {
 			c.stopped = true
 			close(c.stop)
@@ -136,7 +137,7 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 		c.mu.Lock()
 		held, ended, changed, extend := c.held, c.ended, c.changed, c.extend
 		hurried := c.nexts > nexts
-		heldBy := c.heldBy
+		heldBy, endedBy := c.heldBy, c.endedBy
 		c.mu.Unlock()
 		if held && heldSince.IsZero() {
 			heldSince = time.Now()
@@ -153,7 +154,7 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 		switch {
 		case ended:
 			g.OK, g.End = true, true
-			g.Notes = append(g.Notes, "run ended by the facilitator before "+next)
+			g.Notes = append(g.Notes, "run ended by "+endedBy+" before "+next)
 			return g
 		case hurried:
 			g.OK = true

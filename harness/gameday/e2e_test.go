@@ -180,7 +180,7 @@ func checkReport(t *testing.T, vr *reports.VariantResult) {
 	for _, e := range vr.Events {
 		held = held || (e.Kind == "control" && strings.Contains(e.Detail, "held before pause by e2e-facilitator (facilitator)"))
 		action = action || (e.Kind == "action" && strings.Contains(e.Detail, "by e2e-operator (operator)"))
-		ended = ended || (e.Kind == "control" && strings.Contains(e.Detail, "end by e2e-facilitator (facilitator)"))
+		ended = ended || (e.Kind == "control" && strings.Contains(e.Detail, "run ended by e2e-facilitator (facilitator)"))
 		require.NotContains(t, e.Detail, "e2e-viewer", "the viewer's refused action is on the timeline")
 	}
 	require.True(t, held, "the hold is not on the report's timeline")

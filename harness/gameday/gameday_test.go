@@ -96,7 +96,7 @@ func TestControlsUntilEnded(t *testing.T) {
 	require.True(t, g.OK)
 	require.True(t, g.End)
 	require.Contains(t, strings.Join(g.Notes, "; "), "until the facilitator ends it (at most 1h0m0s more)")
-	require.Contains(t, strings.Join(g.Notes, "; "), "run ended by the facilitator")
+	require.Contains(t, strings.Join(g.Notes, "; "), "run ended by fac before end")
 
 	c = NewControls(nil)
 	c.UntilEnded(50 * time.Millisecond)
