@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,11 +72,16 @@ func runConsul(t *testing.T, placement string) {
 	require.NoError(t, err)
 	require.Equal(t, "server1", l.Name())
 	require.Len(t, c.Endpoints(lab.FromHost), 2, "programs talk to their agents")
+	// 40 HTTP API calls at each agent: its server.requests counts them
+	// (with its own sampler's /v1/agent/metrics calls) once the interval
+	// they fell in has finished.
 	for _, e := range c.Endpoints(lab.FromHost) {
-		resp, err := http.Get("http://" + e + "/v1/status/leader")
-		require.NoError(t, err, e)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		for range 40 {
+			resp, err := http.Get("http://" + e + "/v1/status/leader")
+			require.NoError(t, err, e)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+		}
 	}
 	// A node just started may take a moment to serve its metrics, and
 	// its runtime gauges come with its first telemetry interval (a CI
@@ -92,6 +98,17 @@ func runConsul(t *testing.T, placement string) {
 	}, 30*time.Second, 500*time.Millisecond, "every node answers its sampler with its heap")
 	for _, s := range round {
 		require.Greater(t, s.Values["server.alloc_mb"], 1.0, s.Member)
+	}
+	require.Eventually(t, func() bool {
+		for _, s := range c.Sample(ctx) {
+			if strings.HasPrefix(s.Member, "agent") && s.Values[lab.SeriesServerRequests] < 40 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, time.Second, "each agent counts the 40 calls it answered in server.requests")
+	for _, s := range c.Sample(ctx) {
+		t.Logf("%s: server.requests %.0f", s.Member, s.Values[lab.SeriesServerRequests])
 	}
 	require.Contains(t, c.Version(ctx), "1.14.11")
 
