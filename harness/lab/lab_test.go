@@ -174,6 +174,20 @@ func TestReducers(t *testing.T) {
 		require.True(t, ok, expr)
 		require.InDelta(t, want, got, 1e-9, expr)
 	}
+	// A counter that falls started again from 0 (a restarted server's):
+	// the value after the fall is new growth, not a loss.
+	reset := []*Series{{Name: "n", Source: "a", Points: pts(0, 10, 20, 5, 25, 35, 45)}}
+	for expr, want := range map[string]float64{
+		"rate(n)@during-faults": (5 + 20) / 2.0, // 20, then 5 after the restart, then 25
+		"jump(n)@during-faults": 12.5 / 10,
+		"rate(n)":               (20 + 5 + 40) / 6.0,
+	} {
+		r, _, err := ParseReducer(expr)
+		require.NoError(t, err, expr)
+		got, ok := r.Apply(reset, tl)
+		require.True(t, ok, expr)
+		require.InDelta(t, want, got, 1e-9, expr)
+	}
 	// mean pools every point of every source.
 	mean, _, _ := ParseReducer("mean(q)")
 	got, _ = mean.Apply(series, tl)

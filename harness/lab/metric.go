@@ -206,22 +206,39 @@ func window(pts []Point, from, to float64) []Point {
 }
 
 // rate is how fast a cumulative series grew over the window, per second:
-// its rise from the first point to the last over the time between them.
+// its rise (increase) from the first point to the last over the time
+// between them.
 func rate(pts []Point) (float64, bool) {
-	var first, end *Point
-	for i := range pts {
-		if math.IsNaN(float64(pts[i].V)) {
-			continue
-		}
-		if first == nil {
-			first = &pts[i]
-		}
-		end = &pts[i]
-	}
-	if first == nil || end.T <= first.T {
+	rise, t0, t1, ok := increase(pts)
+	if !ok || t1 <= t0 {
 		return 0, false
 	}
-	return float64(end.V-first.V) / (end.T - first.T), true
+	return rise / (t1 - t0), true
+}
+
+// increase is how much a cumulative series rose over pts, and the times
+// of its first and last points (NaN points skipped). A fall is a counter
+// that started again from 0 (a restarted server's, or one a new leader
+// term resets): the value after it is all new growth, as Prometheus's
+// increase() counts it.
+func increase(pts []Point) (rise, t0, t1 float64, ok bool) {
+	prev := math.NaN()
+	for _, p := range pts {
+		x := float64(p.V)
+		if math.IsNaN(x) {
+			continue
+		}
+		switch {
+		case !ok:
+			t0, ok = p.T, true
+		case x >= prev:
+			rise += x - prev
+		default:
+			rise += x
+		}
+		prev, t1 = x, p.T
+	}
+	return rise, t0, t1, ok
 }
 
 // jump is how many times faster a cumulative series grew in the window
@@ -248,21 +265,12 @@ func pooledRate(series []*Series, name string, from, to float64) (float64, bool)
 		if s.Name != name {
 			continue
 		}
-		var first, end *Point
-		for _, p := range window(s.Points, from, to) {
-			if math.IsNaN(float64(p.V)) {
-				continue
-			}
-			if first == nil {
-				first = &p
-			}
-			end = &p
-		}
-		if first == nil {
+		r, first, end, ok := increase(window(s.Points, from, to))
+		if !ok {
 			continue
 		}
-		rise += float64(end.V - first.V)
-		t0, t1 = min(t0, first.T), max(t1, end.T)
+		rise += r
+		t0, t1 = min(t0, first), max(t1, end)
 	}
 	if t1 <= t0 {
 		return 0, false
@@ -394,7 +402,7 @@ func PipelineMetrics() []MetricDef {
 func (r Reducer) Describe() string {
 	what := map[string]string{
 		"max": "highest value", "min": "lowest value", "mean": "mean value", "last": "last value (the largest over sources)",
-		"rate":          "growth per second of a cumulative series, from its first point in the window to its last (the fastest source)",
+		"rate":          "growth per second of a cumulative series, from its first point in the window to its last (the fastest source); a fall is a counter that started again from 0 (a restarted server's)",
 		"time_above":    fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
 		"time_below":    fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
 		"recover_below": fmt.Sprintf("seconds from the window's start until below %g for good (the last source to get there; +Inf when one never does)", r.Bound),
