@@ -499,6 +499,12 @@ func TestParseErrors(t *testing.T) {
 		field: "expect.canary",
 		msg:   `no variant "canary"`,
 	}, {
+		name:  "a jump with no time before the first fault",
+		text:  edit(t, small, "    metric: clients.oom_kills\n", "    metric: jump(server.requests)@from-fault\n"),
+		at:    "metric: jump(server.requests)@from-fault",
+		field: "hypotheses[0].metric",
+		msg:   "jump(server.requests)@from-fault: measured against the before-fault window, from the warm-up's end to the first fault, which comes at 0s here; a rate there needs 10s or more of samples: give the first fault at: 10s or later",
+	}, {
 		name:  "bad expected verdict",
 		text:  edit(t, small, "  mitigated: held\n", "  mitigated: fine\n"),
 		at:    "mitigated: fine",

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/verdict"
@@ -124,4 +125,22 @@ func (s *Scenario) withBest() []verdict.Hypothesis {
 		out[i].Best = &best
 	}
 	return out
+}
+
+// MinBaseline is the least time between the warm-up's end and the first
+// fault for a figure measured before the fault: a rate needs samples.
+const MinBaseline = 10 * time.Second
+
+// checkBaseline refuses a jump, or a reducer over the before-fault
+// window, when the first fault leaves that window too short to measure:
+// it would be "not measured", or a rate over a second or two.
+func checkBaseline(name string, tl Timeline) error {
+	r, isExpr, err := lab.ParseReducer(name)
+	if !isExpr || err != nil || (r.Reduce != "jump" && r.Window != "before-fault") || len(tl.Faults) == 0 {
+		return nil
+	}
+	if at := time.Duration(tl.Faults[0].At); at < MinBaseline {
+		return fmt.Errorf("%s: measured against the before-fault window, from the warm-up's end to the first fault, which comes at %s here; a rate there needs %s or more of samples: give the first fault at: %s or later", name, at, MinBaseline, MinBaseline)
+	}
+	return nil
 }

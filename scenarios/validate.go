@@ -337,6 +337,9 @@ func (c *checker) judgement(s *Scenario, sys lab.System, k lab.Kind, root *yaml.
 		if err == nil {
 			err = checkServerView(name, sys, known, series)
 		}
+		if err == nil {
+			err = checkBaseline(name, s.Timeline)
+		}
 		if err != nil {
 			c.add(lookup(root, p+".metric"), p+".metric", "%v", err)
 		}

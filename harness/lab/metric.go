@@ -402,7 +402,8 @@ func PipelineMetrics() []MetricDef {
 func (r Reducer) Describe() string {
 	what := map[string]string{
 		"max": "highest value", "min": "lowest value", "mean": "mean value", "last": "last value (the largest over sources)",
-		"rate":          "growth per second of a cumulative series, from its first point in the window to its last (the fastest source); a fall is a counter that started again from 0 (a restarted server's)",
+		"rate":          "growth per second (the fastest source)",
+		"jump":          "how many times faster it grew than in the before-fault window (every source together)",
 		"time_above":    fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
 		"time_below":    fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
 		"recover_below": fmt.Sprintf("seconds from the window's start until below %g for good (the last source to get there; +Inf when one never does)", r.Bound),
@@ -412,5 +413,9 @@ func (r Reducer) Describe() string {
 		"from-fault":    "from the start of the first fault on",
 		"during-faults": "from the start of the first fault to the end of the last", "after-faults": "after the last fault ended",
 	}[r.Window]
+	if r.Reduce == "rate" || r.Reduce == "jump" {
+		// A cumulative series: a fall is a counter that started again.
+		return fmt.Sprintf("%s of the cumulative %s, %s (a fall counts as a restart from 0)", what, r.Series, window)
+	}
 	return fmt.Sprintf("%s of %s, %s", what, r.Series, window)
 }
