@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -116,8 +118,9 @@ func imagesListCmd() *cobra.Command {
 
 func imagesBinariesCmd() *cobra.Command {
 	var opts images.Options
+	var only []string
 	cmd := &cobra.Command{
-		Use:   "binaries",
+		Use:   "binaries [--only etcd,consul,chaoslab,kubernetes]",
 		Short: "Build the server binaries for this machine (etcd, consul, chaoslab), no Docker needed",
 		Long: `Build the binaries the local placement runs and the images hold (etcd and
 consul from the modules under tools/, a static chaoslab from this source
@@ -126,13 +129,30 @@ from the same cached binaries, and two builds of one binary at once (two
 test packages, two commands) take turns under a lock. The test command runs
 it while Debian's packages install.
 
-Exit status: 0; 3 when a binary could not be built.`,
+--only kubernetes builds the test cluster's binaries instead (kube-apiserver,
+kube-controller-manager, kube-scheduler, kubelet, kubectl, ` + images.KubeVersion + `, from
+tools/kubernetes, ~12 min cold on 2 cores) and its pause image, a docker-save
+archive (scripts/kube-up.sh runs it; never part of the default set).
+
+Exit status: 0; 2 for a bad flag; 3 when a binary could not be built.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opts.Logger = slog.Default()
 			opts.Progress = cmd.ErrOrStderr()
+			all := []string{"etcd", "consul", "chaoslab", "kubernetes"}
+			want := map[string]bool{}
+			for _, n := range only {
+				n = strings.TrimSpace(strings.ToLower(n))
+				if !slices.Contains(all, n) {
+					return errInput(fmt.Errorf("--only %s: want %s", n, strings.Join(all, ", ")))
+				}
+				want[n] = true
+			}
+			if len(want) == 0 {
+				want = map[string]bool{"etcd": true, "consul": true, "chaoslab": true}
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			defer tw.Flush()
 			fmt.Fprintln(tw, "BINARY\tPATH\tTOOK")
@@ -140,6 +160,9 @@ Exit status: 0; 3 when a binary could not be built.`,
 				name  string
 				build func(context.Context, images.Options) (string, error)
 			}{{"etcd", images.EtcdBinary}, {"consul", images.ConsulBinary}, {"chaoslab", images.ChaoslabBinary}} {
+				if !want[b.name] {
+					continue
+				}
 				start := time.Now()
 				path, err := b.build(ctx, opts)
 				if err != nil {
@@ -147,8 +170,21 @@ Exit status: 0; 3 when a binary could not be built.`,
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", b.name, path, time.Since(start).Round(100*time.Millisecond))
 			}
+			if want["kubernetes"] {
+				start := time.Now()
+				k, err := images.Kubernetes(ctx, opts)
+				if err != nil {
+					return fmt.Errorf("build kubernetes: %w", err)
+				}
+				took := time.Since(start).Round(100 * time.Millisecond)
+				for _, n := range images.KubeBinaries {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", n, k.Bin[n], took)
+				}
+				fmt.Fprintf(tw, "pause-image\t%s\t%s\n", k.PauseImage, took)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringSliceVar(&only, "only", nil, "build only these (etcd, consul, chaoslab, kubernetes; comma-separated); default etcd, consul and chaoslab")
 	return cmd
 }

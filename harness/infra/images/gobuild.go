@@ -100,6 +100,7 @@ type goTarget struct {
 	Version string // for the cache file's name: v3.6.16, 1.14.11, dev
 	ModDir  string // the module's directory (working directory of go build)
 	Package string // what go build builds: go.etcd.io/etcd/server/v3, ./cmd/chaoslab
+	LDFlags string // added to goBuildFlags' -ldflags (-X ...); the caller's inputs hash them
 }
 
 // goBuildFlags are the flags of every build: static, reproducible, small.
@@ -225,6 +226,10 @@ func (b *builder) buildGo(ctx context.Context, image string, t goTarget, inputs 
 	b.progressf("%s: building %s %s (go build %s)", image, t.Name, t.Version, t.Package)
 	stop := ticker(b.progress, image, "go build "+t.Name, 30*time.Second)
 	args := append([]string{"build"}, goBuildFlags...)
+	if t.LDFlags != "" {
+		// goBuildFlags ends with -ldflags; the go command takes the last one.
+		args = append(args, goBuildFlags[len(goBuildFlags)-1]+" "+t.LDFlags)
+	}
 	args = append(args, "-o", tmp, t.Package)
 	_, err = command{Dir: t.ModDir, Env: b.goEnv()}.run(ctx, b.log, "go", args...)
 	stop()
