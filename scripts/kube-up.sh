@@ -11,7 +11,7 @@
 #   ./scripts/kube-up.sh                      # every chaoslab/* image
 #   ./scripts/kube-up.sh --images etcd,chaoslab
 #   ./scripts/kube-up.sh --images none
-# Then: KUBECONFIG=out/kube/kubeconfig out/kube/bin/kubectl get nodes
+# Then: out/kube/bin/kubectl get nodes (kubectl with out/kube/kubeconfig)
 # CHAOSLAB=path uses that chaoslab to find or build the binaries (default:
 # bin/chaoslab, built here as scripts/setup.sh does).
 set -euo pipefail
@@ -73,9 +73,13 @@ say "binaries found"
 [ -e "$D/run" ] && CHAOSLAB_KUBE_DIR=$D ./scripts/kube-down.sh >/dev/null
 rm -rf "$D/log"
 mkdir -p "$D"/{bin,etc/cni,pki,run,log,cni/ipam,var/lib,var/log,sysctl}
-for n in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+for n in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
   ln -sfn "$(bin "$n")" "$D/bin/$n"
 done
+# kubectl for this cluster, its discovery cache in the folder (not ~/.kube).
+printf '#!/bin/sh\nexec %s --kubeconfig %s --cache-dir %s "$@"\n' \
+  "$(bin kubectl)" "$D/kubeconfig" "$D/run/kubectl-cache" >"$D/bin/kubectl"
+chmod +x "$D/bin/kubectl"
 B=$D/bin
 NODE=chaoslab-node NODE_IP=10.250.0.10
 SOCK=$D/run/containerd.sock
@@ -129,7 +133,7 @@ for c in controller-manager scheduler kubelet; do kubeconfig "$D/etc/$c.kubeconf
 port=16443
 while [ -n "$(ss -Hltn "sport = :$port")" ]; do port=$((port + 1)); done
 kubeconfig "$D/kubeconfig" "https://127.0.0.1:$port" admin
-kc() { "$B/kubectl" --kubeconfig "$D/kubeconfig" --cache-dir "$D/run/kubectl-cache" "$@"; }
+kc() { "$B/kubectl" "$@"; }
 
 cat >"$D/etc/containerd.toml" <<EOF
 version = 2
@@ -308,4 +312,4 @@ if [ "$images" != none ] && docker info >/dev/null 2>&1; then
 elif [ "$images" != none ]; then
   echo "kube-up: no Docker engine answers: no chaoslab image in the cluster" >&2
 fi
-say "up: KUBECONFIG=$D/kubeconfig $D/bin/kubectl get nodes"
+say "up: $D/bin/kubectl get nodes (kubeconfig: $D/kubeconfig)"

@@ -27,5 +27,6 @@ func Dir() (string, error) {
 
 // Kubeconfig is the kubeconfig kube-up.sh writes in dir: cluster-admin
 // (a client certificate of group system:masters), the server on the
-// host's loopback, the certificates inline; kubectl is dir/bin/kubectl.
+// host's loopback, the certificates inline. dir/bin/kubectl is kubectl
+// with it, its discovery cache in dir (not ~/.kube).
 func Kubeconfig(dir string) string { return filepath.Join(dir, "kubeconfig") }

@@ -52,7 +52,7 @@ func TestIntegration_KubeUpDown(t *testing.T) {
 		cmd := exec.CommandContext(ctx, filepath.Join(src, "scripts", name), args...)
 		cmd.Env = append(os.Environ(), "CHAOSLAB_KUBE_DIR="+dir, "CHAOSLAB="+chaoslab)
 		out, err := cmd.CombinedOutput()
-		t.Logf("%s %s:\n%s", name, strings.Join(args, " "), out)
+		t.Logf("%s:\n%s", strings.Join(append([]string{name}, args...), " "), out)
 		return err
 	}
 	down := false
@@ -90,8 +90,7 @@ func TestIntegration_KubeUpDown(t *testing.T) {
 	}
 	kubectl := func(stdin string, args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(dir, "bin", "kubectl"),
-			append([]string{"--kubeconfig", Kubeconfig(dir), "--cache-dir", filepath.Join(dir, "run", "kubectl-cache")}, args...)...)
+		cmd := exec.CommandContext(ctx, filepath.Join(dir, "bin", "kubectl"), append([]string{"--kubeconfig", Kubeconfig(dir)}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
