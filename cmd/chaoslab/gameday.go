@@ -38,8 +38,9 @@ type gamedayFlags struct {
 	// facilitator ends it, for at most maxOpen.
 	untilEnded bool
 	maxOpen    time.Duration
-	// command is the rerun's command ("chaoslab gameday").
-	command string
+	// command is the rerun's command ("chaoslab gameday"); ref the
+	// scenario as the command was given it (an id or a file).
+	command, ref string
 }
 
 func (f gamedayFlags) rerun(id, v string) string {
@@ -97,6 +98,7 @@ func runGameday(cmd *cobra.Command, ref string, f gamedayFlags) error {
 	if err != nil {
 		return err
 	}
+	f.ref = ref
 	_, err = playLive(cmd, s, v, f, "game day", nil)
 	return err
 }
@@ -163,7 +165,7 @@ func playLive(cmd *cobra.Command, s *scenarios.Scenario, v string, f gamedayFlag
 		return nil, err
 	}
 	defer con.close()
-	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed, Rerun: f.rerun(s.ID, v)}
+	o := runner.Options{OutDir: f.out, Placement: f.placement, Variants: []string{v}, Seed: f.seed, Rerun: f.rerun(rerunRef(f.ref, s.ID), v)}
 	con.hook(&o)
 	if srv.CertPEM != nil {
 		prev := o.OnDir

@@ -158,7 +158,7 @@ func runScenario(cmd *cobra.Command, ref string, f runFlags) error {
 	var runs []*reports.Report
 	for i := range max(f.repeat, 1) {
 		o.Seed = f.seed + int64(i)
-		o.Rerun = rerunCommand(s.ID, o.Seed, f)
+		o.Rerun = rerunCommand(rerunRef(ref, s.ID), o.Seed, f)
 		r, err := runner.Run(ctx, s, o)
 		con.done()
 		settle()
@@ -249,6 +249,22 @@ func clientName(cmdline string) string {
 	}
 	base := filepath.Base(name)
 	return strings.TrimSuffix(base, filepath.Ext(base))
+}
+
+// rerunRef is how a rerun names the scenario: the file it was read from
+// (a scenario of the user's is not found by its id), else its id; with
+// the --cases it was run with.
+func rerunRef(ref, id string) string {
+	if _, err := os.Stat(ref); err != nil {
+		ref = id
+	}
+	if strings.ContainsAny(ref, " '\"$") {
+		ref = strconv.Quote(ref)
+	}
+	if userCases != "" {
+		return "--cases " + strconv.Quote(userCases) + " " + ref
+	}
+	return ref
 }
 
 func rerunCommand(id string, seed int64, f runFlags) string {

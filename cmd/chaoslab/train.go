@@ -76,7 +76,7 @@ func runTrain(cmd *cobra.Command, ref string, f trainFlags) error {
 		return errInput(err)
 	}
 	var sess *training.Session
-	f.command = "chaoslab train"
+	f.command, f.ref = "chaoslab train", ref
 	r, err := playLive(cmd, s, v, f.gamedayFlags, "training", func(srv *gameday.Server) runner.Steer {
 		sess = training.NewSession(plan, f.trainee, srv.Controls)
 		sess.Hold = f.hold

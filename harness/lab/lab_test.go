@@ -164,6 +164,8 @@ func TestReducers(t *testing.T) {
 		"rate(n)@before-fault":  10, // a: 10 to 20 over t=1..2
 		"rate(n)@during-faults": 40, // a: 20 to 100 over t=2..4
 		"rate(n)":               20, // a: 0 to 120 over 6 s
+		// a and b together: 80 + 1 over t=2..4
+		"total_rate(n)@during-faults": 81 / 2.0,
 		// a and b together: 11 over t=1..2 before; 80 + 1 (b's last
 		// point is a gap) over t=2..4 during
 		"jump(n)@during-faults": 40.5 / 11,

@@ -40,7 +40,7 @@ type Reducer struct {
 
 // Reduces and Windows are the names a Reducer takes.
 var (
-	Reduces = []string{"max", "min", "mean", "last", "rate", "jump", "time_above", "time_below", "recover_below"}
+	Reduces = []string{"max", "min", "mean", "last", "rate", "total_rate", "jump", "time_above", "time_below", "recover_below"}
 	Windows = []string{"all", "after-warmup", "before-fault", "from-fault", "during-faults", "after-faults"}
 )
 
@@ -58,7 +58,9 @@ func (r Reducer) Name() string {
 	return n
 }
 
-func (r Reducer) bounded() bool { return strings.Contains(r.Reduce, "_") }
+func (r Reducer) bounded() bool {
+	return r.Reduce == "time_above" || r.Reduce == "time_below" || r.Reduce == "recover_below"
+}
 
 // Check says what is wrong with a reducer's names.
 func (r Reducer) Check() []Problem {
@@ -147,8 +149,11 @@ func (r Reducer) Apply(series []*Series, tl Timeline) (float64, bool) {
 	if !ok {
 		return math.NaN(), false
 	}
-	if r.Reduce == "jump" {
+	switch r.Reduce {
+	case "jump":
 		return jump(series, r.Series, tl, from, to)
+	case "total_rate":
+		return pooledRate(series, r.Series, from, to)
 	}
 	best, sum, n := math.NaN(), 0.0, 0
 	for _, s := range series {
@@ -403,6 +408,7 @@ func (r Reducer) Describe() string {
 	what := map[string]string{
 		"max": "highest value", "min": "lowest value", "mean": "mean value", "last": "last value (the largest over sources)",
 		"rate":          "growth per second (the fastest source)",
+		"total_rate":    "growth per second, every source together (a whole ensemble's request rate)",
 		"jump":          "how many times faster it grew than in the before-fault window (every source together)",
 		"time_above":    fmt.Sprintf("seconds above %g (the longest of any source)", r.Bound),
 		"time_below":    fmt.Sprintf("seconds below %g (the longest of any source)", r.Bound),
@@ -413,7 +419,7 @@ func (r Reducer) Describe() string {
 		"from-fault":    "from the start of the first fault on",
 		"during-faults": "from the start of the first fault to the end of the last", "after-faults": "after the last fault ended",
 	}[r.Window]
-	if r.Reduce == "rate" || r.Reduce == "jump" {
+	if r.Reduce == "rate" || r.Reduce == "total_rate" || r.Reduce == "jump" {
 		// A cumulative series: a fall is a counter that started again.
 		return fmt.Sprintf("%s of the cumulative %s, %s (a fall counts as a restart from 0)", what, r.Series, window)
 	}
