@@ -477,7 +477,7 @@ func TestSchema(t *testing.T) {
 func TestScenarioModelines(t *testing.T) {
 	const prefix = "# yaml-language-server: $schema="
 	var files []string
-	for _, dir := range []string{"scenarios", "examples"} {
+	for _, dir := range []string{"scenarios", "examples", "examples/own-incident"} {
 		m, err := filepath.Glob(filepath.Join("..", "..", dir, "*.yaml"))
 		require.NoError(t, err)
 		files = append(files, m...)
