@@ -29,6 +29,23 @@ type Controls struct {
 	// openEnded, when above 0, keeps the observation going after the
 	// timeline until the facilitator ends it, for at most this long.
 	openEnded time.Duration
+	// open is set once a variant's timeline has played and the
+	// observation waits for the facilitator's end.
+	open bool
+}
+
+// Steering implements runner.Steering: held, or open until the
+// facilitator ends the run.
+func (c *Controls) Steering() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.held:
+		return "held by " + c.heldBy
+	case c.open && !c.ended:
+		return fmt.Sprintf("open until the facilitator ends it, at most %s after the plan", c.openEnded)
+	}
+	return ""
 }
 
 // UntilEnded keeps each variant's observation going after its timeline
@@ -132,6 +149,9 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 	g := runner.Go{}
 	if next == "end" && open > 0 {
 		g.Notes = append(g.Notes, fmt.Sprintf("the timeline has played; the run goes on until the facilitator ends it (at most %s more)", open))
+		c.mu.Lock()
+		c.open = true
+		c.mu.Unlock()
 	}
 	for {
 		c.mu.Lock()

@@ -91,8 +91,10 @@ func TestControlsUntilEnded(t *testing.T) {
 		t.Fatal("the run ended before the facilitator ended it")
 	case <-time.After(200 * time.Millisecond):
 	}
+	require.Equal(t, "open until the facilitator ends it, at most 1h0m0s after the plan", c.Steering(), "the progress line says why the run goes on")
 	require.NoError(t, c.Do("end", 0, "fac"))
 	g = <-done
+	require.Empty(t, c.Steering())
 	require.True(t, g.OK)
 	require.True(t, g.End)
 	require.Contains(t, strings.Join(g.Notes, "; "), "until the facilitator ends it (at most 1h0m0s more)")

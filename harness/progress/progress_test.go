@@ -23,6 +23,9 @@ func TestStatusLine(t *testing.T) {
 	require.Equal(t, "variant 1/2 vulnerable · warm-up · 0:42 of ~3:10 · ETA 2:28 · leader zk2 · outstanding 312 · clients 12/12 alive · OOM 3", s.Line())
 	s.Elapsed, s.Total, s.Late = 86*time.Second, 80*time.Second, 12*time.Second
 	require.Contains(t, s.Line(), "1:26 of ~1:26 (0:12 later than planned)")
+	s.Steering = "held by carol (facilitator)"
+	require.Contains(t, s.Line(), "1:26 of ~1:26 (held by carol (facilitator))", "the facilitator's hold, not lateness")
+	require.NotContains(t, s.Line(), "ETA", "the end is the facilitator's")
 	require.Equal(t, "1:02:03", Clock(time.Hour+2*time.Minute+3*time.Second))
 	require.Equal(t, "held at servers 4", Figure(slog.Int("held_at_servers", 4)))
 }

@@ -27,6 +27,9 @@ type Status struct {
 	// Late is how much later than planned at the workload's start the
 	// variant now expects to end (0 when on time).
 	Late time.Duration
+	// Steering says why the end is the facilitator's, not the plan's
+	// ("held by carol"): shown in place of the lateness.
+	Steering string
 	// Left is the time until the whole run ends, every variant counted.
 	Left time.Duration
 	// Leader is the leader as a stable reading ("electing" when the
@@ -60,6 +63,9 @@ func (s Status) Head() string {
 // than planned.
 func (s Status) timing() string {
 	t := fmt.Sprintf("%s of ~%s", Clock(s.Elapsed), Clock(max(s.Total, s.Elapsed)))
+	if s.Steering != "" {
+		return t + " (" + s.Steering + ")"
+	}
 	if s.Late >= 2*time.Second {
 		t += fmt.Sprintf(" (%s later than planned)", Clock(s.Late))
 	}

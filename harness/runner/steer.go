@@ -33,6 +33,13 @@ type EmergencyStopper interface {
 	Stopped() <-chan struct{}
 }
 
+// Steering is implemented by a Steer that can say, for the progress
+// line, why the run's end is not the planned one ("held by carol", "open
+// until the facilitator ends it"); "" when it is.
+type Steering interface {
+	Steering() string
+}
+
 // faultCtx is ctx, ended early by an emergency stop; stopped says
 // whether that is what ended it.
 func (v *variant) faultCtx(ctx context.Context) (fctx context.Context, stopped func() bool, cancel context.CancelFunc) {

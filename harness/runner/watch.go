@@ -106,6 +106,9 @@ func (v *variant) status() progress.Status {
 		Elapsed: now.Sub(v.sched.t0), Total: end.Sub(v.sched.t0), Late: v.sched.late(end),
 		Left: end.Sub(now) + time.Duration(v.of-v.index-1)*v.sched.perVariant(),
 	}
+	if s, ok := v.o.Steer.(Steering); ok {
+		st.Steering = s.Steering()
+	}
 	v.mu.Lock()
 	w, smp := v.work, v.smp
 	v.mu.Unlock()
