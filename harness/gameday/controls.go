@@ -148,7 +148,7 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 	var heldSince time.Time
 	g := runner.Go{}
 	if next == "end" && open > 0 {
-		g.Notes = append(g.Notes, fmt.Sprintf("the timeline has played; the run goes on until the facilitator ends it (at most %s more)", open))
+		g.Note(fmt.Sprintf("the timeline has played; the run goes on until the facilitator ends it (at most %s more)", open))
 		c.mu.Lock()
 		c.open = true
 		c.mu.Unlock()
@@ -161,10 +161,10 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 		c.mu.Unlock()
 		if held && heldSince.IsZero() {
 			heldSince = time.Now()
-			g.Notes = append(g.Notes, fmt.Sprintf("timeline held before %s by %s", next, heldBy))
+			g.Note(fmt.Sprintf("timeline held before %s by %s", next, heldBy))
 		}
 		if !held && !heldSince.IsZero() {
-			g.Notes = append(g.Notes, fmt.Sprintf("timeline released after %.1fs", time.Since(heldSince).Seconds()))
+			g.Note(fmt.Sprintf("timeline released after %.1fs", time.Since(heldSince).Seconds()))
 			heldSince = time.Time{}
 		}
 		due := t
@@ -174,24 +174,24 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 		switch {
 		case ended:
 			g.OK, g.End = true, true
-			g.Notes = append(g.Notes, "run ended by "+endedBy+" before "+next)
+			g.Note("run ended by "+endedBy+" before "+next)
 			return g
 		case hurried:
 			g.OK = true
-			g.Notes = append(g.Notes, fmt.Sprintf("%s taken now by the facilitator, %.1fs early", next, time.Until(due).Seconds()))
+			g.Note(fmt.Sprintf("%s taken now by the facilitator, %.1fs early", next, time.Until(due).Seconds()))
 			return g
 		case !held && !time.Now().Before(due):
 			if next == "end" && open > 0 {
-				g.Notes = append(g.Notes, fmt.Sprintf("ended %s after the timeline: the most a run open to the facilitator lasts", open))
+				g.Note(fmt.Sprintf("ended %s after the timeline: the most a run open to the facilitator lasts", open))
 			}
 			if next == "end" && extend > 0 {
-				g.Notes = append(g.Notes, fmt.Sprintf("observation extended by %s", extend))
+				g.Note(fmt.Sprintf("observation extended by %s", extend))
 			}
 			g.OK = true
 			return g
 		}
 		if !waitChange(ctx, changed, held, due) {
-			return runner.Go{Notes: g.Notes}
+			return runner.Go{Notes: g.Notes, Noted: g.Noted}
 		}
 	}
 }

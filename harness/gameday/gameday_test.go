@@ -99,6 +99,8 @@ func TestControlsUntilEnded(t *testing.T) {
 	require.True(t, g.End)
 	require.Contains(t, strings.Join(g.Notes, "; "), "until the facilitator ends it (at most 1h0m0s more)")
 	require.Contains(t, strings.Join(g.Notes, "; "), "run ended by fac before end")
+	require.Len(t, g.Noted, len(g.Notes), "each note has its time")
+	require.GreaterOrEqual(t, g.Noted[len(g.Noted)-1].Sub(g.Noted[0]), 150*time.Millisecond, "the timeline played before the facilitator ended the run, and the notes say when")
 
 	c = NewControls(nil)
 	c.UntilEnded(50 * time.Millisecond)

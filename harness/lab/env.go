@@ -34,8 +34,12 @@ func (e *Env) Clock(t time.Time) float64 { return t.Sub(e.T0).Seconds() }
 func (e *Env) Now() float64 { return e.Clock(time.Now()) }
 
 // Event records a point on the variant's timeline.
-func (e *Env) Event(kind, source, detail string) {
-	ev := Event{T: e.Now(), Kind: kind, Source: source, Detail: detail}
+func (e *Env) Event(kind, source, detail string) { e.EventAt(time.Now(), kind, source, detail) }
+
+// EventAt records a point on the variant's timeline that happened at t
+// (told a little later, as a facilitator's hold is).
+func (e *Env) EventAt(t time.Time, kind, source, detail string) {
+	ev := Event{T: e.Clock(t), Kind: kind, Source: source, Detail: detail}
 	if e.Log != nil {
 		e.Log.Info(kind, "source", source, "detail", detail, "t", ev.T)
 	}

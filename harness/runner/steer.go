@@ -69,8 +69,16 @@ type Go struct {
 	OK bool
 	// End: the facilitator ended the run; no further step is taken.
 	End bool
-	// Notes are what the controls did, recorded on the timeline.
+	// Notes are what the controls did, recorded on the timeline at the
+	// time Noted gives for each (missing or zero: when Wait returned).
 	Notes []string
+	Noted []time.Time
+}
+
+// Note adds a note that happened now.
+func (g *Go) Note(text string) {
+	g.Notes = append(g.Notes, text)
+	g.Noted = append(g.Noted, time.Now())
 }
 
 // Action is an operator's action: a registered fault taken now, with its
@@ -89,7 +97,11 @@ func (v *variant) steered(ctx context.Context, t time.Time, next string) Go {
 		return Go{OK: sleepUntil(ctx, t)}
 	}
 	g := v.o.Steer.Wait(ctx, v.name, t, next)
-	for _, n := range g.Notes {
+	for i, n := range g.Notes {
+		if i < len(g.Noted) && !g.Noted[i].IsZero() {
+			v.env.EventAt(g.Noted[i], "control", "facilitator", n)
+			continue
+		}
 		v.env.Event("control", "facilitator", n)
 	}
 	return g
