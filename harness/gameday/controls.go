@@ -174,7 +174,7 @@ func (c *Controls) Wait(ctx context.Context, variant string, t time.Time, next s
 		switch {
 		case ended:
 			g.OK, g.End = true, true
-			g.Note("run ended by "+endedBy+" before "+next)
+			g.Note("run ended by " + endedBy + " before " + next)
 			return g
 		case hurried:
 			g.OK = true
