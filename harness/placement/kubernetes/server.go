@@ -1,0 +1,615 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+	"github.com/chaoslab/chaoslab/harness/servers"
+)
+
+// serverContainer is the name of a server pod's one container.
+const serverContainer = "server"
+
+// errNotYet is what a fault this placement does not do yet returns.
+var errNotYet = errors.New("not on the kubernetes placement yet (issue 27, step 3)")
+
+// Layout: the server on the network of a node (servers in turn over the
+// Ready nodes), at that node's InternalIP, on ports of the nodes' network
+// no pod declares; its files in /conf and /data in its pod (the official
+// images' folders), its output copied to the variant's log folder.
+func (s *Site) Layout(spec lab.ServerSpec) (lab.ServerLayout, error) {
+	s.mu.Lock()
+	n := s.nodes[s.laidOut%len(s.nodes)]
+	s.laidOut++
+	s.mu.Unlock()
+	l := lab.ServerLayout{Name: spec.Name, Role: spec.Role, Host: n.ip, Bind: "0.0.0.0", Ports: map[string]int{},
+		ConfDir: "/conf", DataDir: "/data", Log: filepath.Join(s.dir, "logs", spec.Name+".log")}
+	for _, p := range spec.Ports {
+		l.Ports[p.Name] = s.port()
+	}
+	return l, nil
+}
+
+// StartServer creates the server's pod from its image, with its files,
+// on the node its layout names, forwards its ports to this machine and
+// waits until it serves.
+func (s *Site) StartServer(ctx context.Context, l lab.ServerLayout, p lab.ServerProgram) (lab.Server, error) {
+	img := s.p.Image(p.Image)
+	if img == "" {
+		return nil, fmt.Errorf("start %s: no %s image was prepared", l.Name, p.Image)
+	}
+	n, ok := s.nodeAt(l.Host)
+	if !ok {
+		return nil, fmt.Errorf("start %s: no node at %s", l.Name, l.Host)
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Log), 0o755); err != nil {
+		return nil, err
+	}
+	sv := &server{Base: servers.NewBase(l, p), site: s, node: n, image: img, pod: podName(l.Name), seen: map[string]*pod{}}
+	var ports []int
+	for _, p := range l.Ports {
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	r, err := newRelay(s.k, s.ns, ports)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", l.Name, err)
+	}
+	sv.relay = r
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("start %s: the site is closed", l.Name)
+	}
+	s.servers[l.Name] = sv
+	s.mu.Unlock()
+	if err := sv.start(ctx, false); err != nil {
+		return nil, err
+	}
+	return sv, nil
+}
+
+func (s *Site) nodeAt(ip string) (node, bool) {
+	for _, n := range s.nodes {
+		if n.ip == ip {
+			return n, true
+		}
+	}
+	return node{}, false
+}
+
+// podName is a server's pod: its name as a DNS label.
+func podName(name string) string { return NamespaceName(name)[len("chaoslab-"):] }
+
+// server is one server's pod: replaced by a new pod of the same name (no
+// data); its ports forwarded to this machine while it runs.
+type server struct {
+	*servers.Base
+	site  *Site
+	node  node
+	image string
+	pod   string
+
+	mu       sync.Mutex
+	proc     *podProc
+	relay    *relay
+	stopLogs func()
+	seen     map[string]*pod // the last event of each pod uid not yet claimed
+	detached bool
+
+	// Timings of the last start: created (the API accepted the pod),
+	// running (its container runs), forwarded, serving.
+	Timings struct{ Created, Running, Forwarded, Serving time.Duration }
+}
+
+// start creates the server's files and pod and waits until it runs and
+// serves (answers, for a replacement: up).
+func (sv *server) start(ctx context.Context, up bool) error {
+	l := sv.Layout()
+	began := time.Now()
+	off := logSize(l.Log)
+	cm, spec := sv.objects()
+	if cm != nil {
+		if err := sv.site.k.apply(ctx, sv.site.ns, cm); err != nil {
+			return fmt.Errorf("start %s: %w", l.Name, err)
+		}
+	}
+	out, err := sv.site.k.run(ctx, mustJSON(spec), "create", "-n", sv.site.ns, "-f", "-", "-o", "json")
+	if err != nil {
+		return fmt.Errorf("start %s: %w", l.Name, err)
+	}
+	var created pod
+	if err := json.Unmarshal(out, &created); err != nil {
+		return fmt.Errorf("start %s: %w", l.Name, err)
+	}
+	pp := newPodProc(sv.site.ns, sv.pod, created.Metadata.UID)
+	sv.mu.Lock()
+	sv.proc = pp
+	if ev, ok := sv.seen[pp.uid]; ok {
+		delete(sv.seen, pp.uid)
+		pp.update("MODIFIED", ev)
+	}
+	sv.seen = map[string]*pod{}
+	sv.Timings.Created = time.Since(began)
+	sv.mu.Unlock()
+	select {
+	case <-pp.started:
+	case <-ctx.Done():
+		return fmt.Errorf("start %s: pod %s/%s not running: %w", l.Name, sv.site.ns, sv.pod, ctx.Err())
+	}
+	if err := pp.startErr(); err != nil {
+		return fmt.Errorf("start %s: %w", l.Name, err)
+	}
+	sv.mu.Lock()
+	sv.Timings.Running = time.Since(began)
+	sv.mu.Unlock()
+	// The forward and the log copy live as long as the pod, not ctx.
+	bg := context.WithoutCancel(ctx)
+	if done, stop, err := followLogs(bg, sv.site.k, sv.site.ns, sv.pod, serverContainer, l.Log); err == nil {
+		_ = done
+		sv.mu.Lock()
+		sv.stopLogs = stop
+		sv.mu.Unlock()
+	} else {
+		sv.site.log.Warn("follow server log", "server", l.Name, "err", err)
+	}
+	go func() {
+		// A container that ends by itself is no longer forwarded to.
+		<-pp.done
+		if sv.current() == pp {
+			sv.relay.detach()
+		}
+	}()
+	if err := sv.relay.attach(sv.pod); err != nil {
+		return fmt.Errorf("start %s: %w", l.Name, err)
+	}
+	sv.mu.Lock()
+	sv.Timings.Forwarded = time.Since(began)
+	sv.mu.Unlock()
+	if err := sv.WaitReady(ctx, sv, pp, off, up); err != nil {
+		return err
+	}
+	sv.mu.Lock()
+	sv.Timings.Serving = time.Since(began)
+	sv.mu.Unlock()
+	sv.site.log.Info("kubernetes: server serving", "server", l.Name, "pod", sv.site.ns+"/"+sv.pod, "node", sv.node.name,
+		"created", sv.Timings.Created.Round(time.Millisecond), "running", sv.Timings.Running.Round(time.Millisecond),
+		"forwarded", sv.Timings.Forwarded.Round(time.Millisecond), "serving", sv.Timings.Serving.Round(time.Millisecond))
+	return nil
+}
+
+// objects are the server's ConfigMap of files (nil: it has none) and its
+// pod, as the API takes them.
+func (sv *server) objects() (cm, pd map[string]any) {
+	l, p := sv.Layout(), sv.Program()
+	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(sv.site.runID), LabelMember: l.Name, LabelRole: labelValue(l.Role)}
+	var env []map[string]any
+	for _, kv := range append(append([]string(nil), p.Env...), p.ImageEnv...) {
+		k, v, _ := cutEnv(kv)
+		env = append(env, map[string]any{"name": k, "value": v})
+	}
+	var ports []map[string]any
+	names := make([]string, 0, len(l.Ports))
+	for n := range l.Ports {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		port := map[string]any{"containerPort": l.Ports[n], "hostPort": l.Ports[n], "protocol": "TCP"}
+		if portName.MatchString(n) {
+			port["name"] = n
+		}
+		ports = append(ports, port)
+	}
+	c := map[string]any{
+		"name": serverContainer, "image": sv.image, "imagePullPolicy": "Never",
+		"env": env, "ports": ports, "resources": resources(sv.Limits()),
+	}
+	if p.ImageEntrypoint != nil {
+		c["command"] = p.ImageEntrypoint
+	}
+	if p.ImageArgs != nil {
+		c["args"] = p.ImageArgs
+	}
+	// Its folders are the pod's (they go with it: a replacement starts
+	// empty), its files mounted one by one from its ConfigMap.
+	var volumes, mounts []map[string]any
+	for i, dir := range uniq(l.ConfDir, l.DataDir) {
+		v := "dir" + strconv.Itoa(i)
+		volumes = append(volumes, map[string]any{"name": v, "emptyDir": map[string]any{}})
+		mounts = append(mounts, map[string]any{"name": v, "mountPath": dir})
+	}
+	files := sv.Files()
+	if len(files) > 0 {
+		paths := make([]string, 0, len(files))
+		for f := range files {
+			paths = append(paths, f)
+		}
+		sort.Strings(paths)
+		data := map[string]string{}
+		for i, f := range paths {
+			key := "f" + strconv.Itoa(i) + "-" + keySafe(path.Base(f))
+			data[key] = files[f]
+			mounts = append(mounts, map[string]any{"name": "files", "mountPath": f, "subPath": key, "readOnly": true})
+		}
+		cm = map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": sv.pod + "-files", "labels": labels}, "data": data}
+		volumes = append(volumes, map[string]any{"name": "files", "configMap": map[string]any{"name": sv.pod + "-files"}})
+	}
+	c["volumeMounts"] = mounts
+	grace := 5
+	pd = map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": sv.pod, "labels": labels},
+		"spec": map[string]any{
+			"nodeName":                      sv.node.name,
+			"hostNetwork":                   true,
+			"dnsPolicy":                     "Default",
+			"restartPolicy":                 "Never",
+			"terminationGracePeriodSeconds": grace,
+			"enableServiceLinks":            false,
+			"automountServiceAccountToken":  false,
+			"containers":                    []any{c},
+			"volumes":                       volumes,
+		},
+	}
+	return cm, pd
+}
+
+// resources are a program's limits as a container's: requests small, so
+// that a run's pods fit a small node however much they may use.
+func resources(lim lab.Limits) map[string]any {
+	limits, requests := map[string]string{}, map[string]string{"cpu": "10m", "memory": "16Mi"}
+	if lim.MemoryMB > 0 {
+		limits["memory"] = strconv.Itoa(lim.MemoryMB) + "Mi"
+		if lim.MemoryMB < 16 {
+			requests["memory"] = limits["memory"]
+		}
+	}
+	if lim.CPUCores > 0 {
+		m := int(lim.CPUCores*1000 + 0.5)
+		limits["cpu"] = strconv.Itoa(m) + "m"
+		if m < 10 {
+			requests["cpu"] = limits["cpu"]
+		}
+	}
+	out := map[string]any{"requests": requests}
+	if len(limits) > 0 {
+		out["limits"] = limits
+	}
+	return out
+}
+
+func (sv *server) current() *podProc {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.proc
+}
+
+// observe takes an event of one of the server's pods (this one or one it
+// replaced, told apart by uid).
+func (sv *server) observe(typ string, p *pod) {
+	sv.mu.Lock()
+	pp := sv.proc
+	if pp == nil || pp.uid != p.Metadata.UID {
+		sv.seen[p.Metadata.UID] = p
+		sv.mu.Unlock()
+		return
+	}
+	sv.mu.Unlock()
+	pp.update(typ, p)
+}
+
+func (sv *server) Proc() lab.Proc {
+	if p := sv.current(); p != nil {
+		return p
+	}
+	return nil
+}
+
+// Addr: the harness dials the server's relay on 127.0.0.1, which passes
+// each connection through the pod's port forward; programs on the site
+// dial the node's address.
+func (sv *server) Addr(port string, v lab.View) string {
+	l := sv.Layout()
+	if v != lab.FromHost {
+		return l.Addr(port)
+	}
+	return sv.relay.addr(l.Ports[port])
+}
+
+func (sv *server) Running() bool {
+	p := sv.current()
+	return p != nil && p.isRunning()
+}
+
+// Paused: a pod is never paused here yet.
+func (sv *server) Paused() bool { return false }
+
+func (sv *server) Pause() error  { return fmt.Errorf("pause %s: %w", sv.Name(), errNotYet) }
+func (sv *server) Resume() error { return fmt.Errorf("resume %s: %w", sv.Name(), errNotYet) }
+func (sv *server) Kill() error   { return fmt.Errorf("kill %s: %w", sv.Name(), errNotYet) }
+
+// Start again with its data: not yet (its data is its pod's, gone with
+// it once stopped).
+func (sv *server) Start(ctx context.Context) error {
+	return fmt.Errorf("start %s again with its data: %w", sv.Name(), errNotYet)
+}
+
+// Stop deletes the pod (SIGTERM, SIGKILL after grace, at least a second)
+// and waits until it is gone.
+func (sv *server) Stop(grace time.Duration) lab.ProcExit {
+	pp := sv.current()
+	if pp == nil {
+		return lab.ProcExit{}
+	}
+	sv.unfollow()
+	secs := max(1, int(grace.Round(time.Second)/time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+grace)
+	defer cancel()
+	pp.markStopped()
+	_, err := sv.site.k.runFor(ctx, opTimeout+grace, nil, "delete", "pod", sv.pod, "-n", sv.site.ns,
+		"--grace-period="+strconv.Itoa(secs), "--wait=true")
+	if err != nil && !isNotFound(err) {
+		sv.site.log.Warn("stop server", "server", sv.Name(), "err", err)
+	}
+	// The watch tells of the deletion; a pod already gone ends here.
+	select {
+	case <-pp.done:
+	case <-time.After(10 * time.Second):
+		pp.end(lab.ProcExit{How: "its pod was deleted", Stopped: true})
+	}
+	return pp.Exit()
+}
+
+// unfollow stops forwarding the pod's ports and copying its output.
+func (sv *server) unfollow() {
+	sv.mu.Lock()
+	stop := sv.stopLogs
+	sv.stopLogs = nil
+	sv.mu.Unlock()
+	sv.relay.detach()
+	if stop != nil {
+		stop()
+	}
+}
+
+// detach: the site closes; the namespace takes the pod with it.
+func (sv *server) detach() {
+	sv.mu.Lock()
+	sv.detached = true
+	sv.mu.Unlock()
+	sv.unfollow()
+	sv.relay.close()
+}
+
+// Replace deletes the pod and creates it again: the same name, node,
+// ports, files and limits, and empty folders; it returns once the fresh
+// server answers.
+func (sv *server) Replace(ctx context.Context) error {
+	if e := sv.Stop(0); e.Err != nil {
+		return fmt.Errorf("replace %s: %w", sv.Name(), e.Err)
+	}
+	return sv.start(ctx, true)
+}
+
+// State reads the pod back from the API server: running while its
+// container runs, exited otherwise (also when it is gone).
+func (sv *server) State(ctx context.Context) (string, error) {
+	var p pod
+	err := sv.site.k.getJSON(ctx, &p, "pod", sv.pod, "-n", sv.site.ns)
+	if isNotFound(err) {
+		return lab.StateExited, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read state of %s: %w", sv.Name(), err)
+	}
+	if c := p.container(serverContainer); c != nil && c.State.Running != nil && p.Metadata.DeletionTimestamp == nil {
+		return lab.StateRunning, nil
+	}
+	return lab.StateExited, nil
+}
+
+// SetCPU and SetMemory take effect at the pod's next creation; a running
+// pod's limits are not changed yet (in-place resize: step 3).
+func (sv *server) SetCPU(cores float64) error {
+	if sv.Running() {
+		return fmt.Errorf("limit cpu of %s while it runs: %w", sv.Name(), errNotYet)
+	}
+	sv.SetCPUCores(cores)
+	return nil
+}
+
+func (sv *server) SetMemory(mb int) error {
+	if sv.Running() {
+		return fmt.Errorf("limit memory of %s while it runs: %w", sv.Name(), errNotYet)
+	}
+	sv.SetMemoryMB(mb)
+	return nil
+}
+
+// CPU reads the container's CPU limit back from the API server (0: none).
+func (sv *server) CPU() (float64, error) {
+	q, err := sv.limit("cpu")
+	return q, err
+}
+
+// Memory reads the container's memory limit back (MiB, 0: none).
+func (sv *server) Memory() (int, error) {
+	q, err := sv.limit("memory")
+	return int(int64(q) >> 20), err
+}
+
+func (sv *server) limit(resource string) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var p pod
+	if err := sv.site.k.getJSON(ctx, &p, "pod", sv.pod, "-n", sv.site.ns); err != nil {
+		return 0, fmt.Errorf("read %s limit of %s: %w", resource, sv.Name(), err)
+	}
+	return quantity(p.limit(serverContainer, resource))
+}
+
+func (sv *server) Disconnect(context.Context) error {
+	return fmt.Errorf("disconnect %s: %w", sv.Name(), errNotYet)
+}
+func (sv *server) Reconnect(context.Context) error { return nil }
+func (sv *server) Disconnected() bool              { return false }
+
+// podProc is one pod of a server as a lab.Proc, its state from the
+// site's watch.
+type podProc struct {
+	ns, name, uid string
+
+	started chan struct{} // closed once the container runs, or cannot
+	done    chan struct{}
+
+	mu       sync.Mutex
+	running  bool
+	failed   error
+	exit     lab.ProcExit
+	stopped  bool
+	restarts int
+	limitB   int64
+}
+
+func newPodProc(ns, name, uid string) *podProc {
+	return &podProc{ns: ns, name: name, uid: uid, started: make(chan struct{}), done: make(chan struct{})}
+}
+
+// update takes the pod as the API server has it now.
+func (pp *podProc) update(typ string, p *pod) {
+	if typ == "DELETED" {
+		pp.end(lab.ProcExit{How: "its pod was deleted"})
+		return
+	}
+	if q, err := quantity(p.limit(serverContainer, "memory")); err == nil {
+		pp.mu.Lock()
+		pp.limitB = int64(q)
+		pp.mu.Unlock()
+	}
+	c := p.container(serverContainer)
+	switch {
+	case c != nil && c.State.Terminated != nil:
+		pp.end(exitOf(c.State.Terminated))
+	case c != nil && c.State.Running != nil:
+		pp.mu.Lock()
+		pp.running, pp.restarts = true, c.RestartCount
+		pp.mu.Unlock()
+		closeOnce(pp.started)
+	case c != nil && c.State.Waiting != nil && stuck[c.State.Waiting.Reason]:
+		pp.fail(fmt.Errorf("pod %s/%s: %s: %s", pp.ns, pp.name, c.State.Waiting.Reason, c.State.Waiting.Message))
+	case p.Status.Phase == "Failed" || p.Status.Phase == "Succeeded":
+		pp.fail(fmt.Errorf("pod %s/%s %s: %s %s", pp.ns, pp.name, p.Status.Phase, p.Status.Reason, p.Status.Message))
+	}
+}
+
+// fail: the container will not run.
+func (pp *podProc) fail(err error) {
+	pp.mu.Lock()
+	if pp.failed == nil {
+		pp.failed = err
+	}
+	pp.mu.Unlock()
+	pp.end(lab.ProcExit{How: err.Error(), Err: err})
+}
+
+// end records how the container ended (the first report wins).
+func (pp *podProc) end(e lab.ProcExit) {
+	pp.mu.Lock()
+	select {
+	case <-pp.done:
+		pp.mu.Unlock()
+		return
+	default:
+	}
+	e.Stopped = e.Stopped || pp.stopped
+	pp.exit, pp.running = e, false
+	close(pp.done)
+	pp.mu.Unlock()
+	closeOnce(pp.started)
+}
+
+func (pp *podProc) markStopped() {
+	pp.mu.Lock()
+	pp.stopped = true
+	pp.mu.Unlock()
+}
+
+func (pp *podProc) startErr() error {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	if pp.failed != nil {
+		return pp.failed
+	}
+	select {
+	case <-pp.done:
+		return fmt.Errorf("pod %s/%s: %s before it ran", pp.ns, pp.name, pp.exit.How)
+	default:
+	}
+	return nil
+}
+
+func (pp *podProc) isRunning() bool {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.running
+}
+
+func (pp *podProc) Desc() string { return "pod " + pp.ns + "/" + pp.name }
+func (pp *podProc) Pid() int     { return 0 }
+func (pp *podProc) Host() string { return "127.0.0.1" }
+func (pp *podProc) Signal(syscall.Signal) error {
+	return fmt.Errorf("signal %s: %w", pp.Desc(), errNotYet)
+}
+func (pp *podProc) Pause() error  { return fmt.Errorf("pause %s: %w", pp.Desc(), errNotYet) }
+func (pp *podProc) Resume() error { return fmt.Errorf("resume %s: %w", pp.Desc(), errNotYet) }
+
+// Stats: the memory limit in force; usage figures are not read yet (the
+// metrics API or the kubelet's cAdvisor: step 3).
+func (pp *podProc) Stats() lab.ProcStats {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return lab.ProcStats{MemoryLimitBytes: pp.limitB}
+}
+
+func (pp *podProc) Done() <-chan struct{} { return pp.done }
+
+func (pp *podProc) Exit() lab.ProcExit {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.exit
+}
+
+// Stop: a server's pod is stopped through its server.
+func (pp *podProc) Stop(time.Duration) lab.ProcExit {
+	<-pp.done
+	return pp.Exit()
+}
+
+func (pp *podProc) Release() error { return nil }
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
+
+var (
+	_ lab.ServerSite = (*Site)(nil)
+	_ lab.Server     = (*server)(nil)
+	_ lab.Proc       = (*podProc)(nil)
+)

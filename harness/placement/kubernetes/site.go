@@ -1,0 +1,251 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/chaoslab/chaoslab/harness/lab"
+)
+
+// Site is one variant's namespace and the pods started in it.
+type Site struct {
+	p     *Placement
+	k     kubectl
+	runID string
+	ns    string
+	dir   string // the variant's folder: its servers' logs
+	log   *slog.Logger
+
+	nodes []node // Ready nodes, servers spread over them in turn
+
+	cancel  context.CancelFunc // the pod watch
+	watched chan struct{}      // closed when the watch has ended
+
+	mu       sync.Mutex
+	servers  map[string]*server
+	laidOut  int
+	ports    map[int]bool // host ports taken on the nodes' network
+	nextPort int
+	closed   bool
+}
+
+// node is a Ready node and the address pods on its network are reached at.
+type node struct{ name, ip string }
+
+// Port range of servers on the nodes' network: a block of 100 at a random
+// place, under the ephemeral ports (the runtime's streaming server takes
+// one of those) and over the control plane's.
+const (
+	portLow    = 20000
+	portBlocks = 90
+	portBlock  = 100
+)
+
+// open finds the Ready nodes and the host ports in use, and starts
+// watching the namespace's pods.
+func (s *Site) open(ctx context.Context) error {
+	var nodes struct {
+		Items []struct {
+			Metadata objectMeta `json:"metadata"`
+			Spec     struct {
+				Unschedulable bool `json:"unschedulable"`
+			} `json:"spec"`
+			Status struct {
+				Addresses []struct {
+					Type    string `json:"type"`
+					Address string `json:"address"`
+				} `json:"addresses"`
+				Conditions []struct {
+					Type   string `json:"type"`
+					Status string `json:"status"`
+				} `json:"conditions"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := s.k.getJSON(ctx, &nodes, "nodes"); err != nil {
+		return err
+	}
+	for _, n := range nodes.Items {
+		ready, ip := false, ""
+		for _, c := range n.Status.Conditions {
+			ready = ready || c.Type == "Ready" && c.Status == "True"
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type == "InternalIP" && ip == "" {
+				ip = a.Address
+			}
+		}
+		if ready && ip != "" && !n.Spec.Unschedulable {
+			s.nodes = append(s.nodes, node{name: n.Metadata.Name, ip: ip})
+		}
+	}
+	if len(s.nodes) == 0 {
+		return errors.New("no Ready node with an InternalIP")
+	}
+	var pods struct {
+		Items []pod `json:"items"`
+	}
+	if err := s.k.getJSON(ctx, &pods, "pods", "--all-namespaces"); err != nil {
+		return err
+	}
+	s.ports = map[int]bool{}
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					s.ports[port.HostPort] = true
+				}
+				if p.Spec.HostNetwork {
+					s.ports[port.ContainerPort] = true
+				}
+			}
+		}
+	}
+	s.nextPort = portLow + rand.IntN(portBlocks)*portBlock
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel, s.watched = cancel, make(chan struct{})
+	go s.watch(wctx)
+	return nil
+}
+
+// port is a host port of the nodes' network no pod declares.
+func (s *Site) port() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.ports[s.nextPort] {
+		s.nextPort++
+	}
+	p := s.nextPort
+	s.ports[p] = true
+	s.nextPort++
+	return p
+}
+
+// watch follows the namespace's pods (kubectl get -w) and tells each
+// server what became of its pod, until ctx ends; a watch that ends
+// before is started again.
+func (s *Site) watch(ctx context.Context) {
+	defer close(s.watched)
+	for ctx.Err() == nil {
+		cmd := s.k.command(ctx, "get", "pods", "-n", s.ns, "--watch", "--output-watch-events", "-o", "json")
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			s.log.Warn("watch pods", "namespace", s.ns, "err", err)
+		} else {
+			dec := json.NewDecoder(out)
+			for {
+				var ev struct {
+					Type   string `json:"type"`
+					Object pod    `json:"object"`
+				}
+				if err := dec.Decode(&ev); err != nil {
+					if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+						s.log.Warn("watch pods", "namespace", s.ns, "err", err)
+					}
+					break
+				}
+				s.dispatch(ev.Type, &ev.Object)
+			}
+			_ = cmd.Wait()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// dispatch gives a pod's event to the server it belongs to.
+func (s *Site) dispatch(typ string, p *pod) {
+	s.mu.Lock()
+	sv := s.servers[p.Metadata.Labels[LabelMember]]
+	s.mu.Unlock()
+	if sv != nil {
+		sv.observe(typ, p)
+	}
+}
+
+func (s *Site) Placement() lab.Placement { return s.p }
+
+// Namespace is the variant's namespace.
+func (s *Site) Namespace() string { return s.ns }
+
+// Start runs a program as a pod: not yet on this placement (issue 27:
+// clients come after servers).
+func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
+	return nil, fmt.Errorf("start %s: programs other than a system's servers do not run on the kubernetes placement yet", prog.Name)
+}
+
+// Listen: a program in a pod listens on every interface and advertises
+// its pod's address.
+func (s *Site) Listen() (string, string) { return "0.0.0.0", "auto" }
+
+// Owners: servers do not list their clients here yet.
+func (s *Site) Owners() func(remote string) lab.Proc {
+	return func(string) lab.Proc { return nil }
+}
+
+func (s *Site) Note() string { return "" }
+
+// Unenforced: the kubelet enforces memory and CPU limits; a pod's pids
+// are the kubelet's podPidsLimit, not the program's.
+func (s *Site) Unenforced() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sv := range s.servers {
+		if sv.Limits().Pids > 0 {
+			return []string{"pids"}
+		}
+	}
+	return nil
+}
+
+// Close stops following the pods (their port forwards and logs) and
+// deletes the namespace, waiting until it is gone.
+func (s *Site) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	svs := make([]*server, 0, len(s.servers))
+	for _, sv := range s.servers {
+		svs = append(svs, sv)
+	}
+	s.mu.Unlock()
+	for _, sv := range svs {
+		sv.detach()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// The pods first, each with a second to stop, so that the namespace
+	// does not wait out their grace periods.
+	if _, err := s.k.run(ctx, nil, "delete", "pods", "--all", "-n", s.ns, "--grace-period=1", "--wait=false"); err != nil && !isNotFound(err) {
+		s.log.Warn("delete pods", "namespace", s.ns, "err", err)
+	}
+	_, err := s.k.runFor(ctx, 160*time.Second, nil, "delete", "namespace", s.ns, "--wait=true", "--timeout=150s")
+	if isNotFound(err) {
+		err = nil
+	}
+	if s.cancel != nil {
+		s.cancel()
+		<-s.watched
+	}
+	if err != nil {
+		return fmt.Errorf("close kubernetes site: %w", err)
+	}
+	return nil
+}
+
+var _ lab.Site = (*Site)(nil)
