@@ -100,4 +100,3 @@ func stashOutput(t *testing.T, args []string) func() {
 		require.NoError(t, os.Rename(out+".finished", out))
 	}
 }
-
