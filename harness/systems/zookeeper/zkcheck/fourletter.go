@@ -57,6 +57,12 @@ func FourLetter(ctx context.Context, addr, cmd string) (string, error) {
 	if _, err := io.WriteString(conn, cmd); err != nil {
 		return "", fmt.Errorf("send %s: %w", cmd, err)
 	}
+	// Nothing more to send, as `echo mntr | nc` says it: a forwarder in
+	// between (kubectl port-forward) closes the server's side, and so
+	// ends the answer, only once both sides are closed.
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
 	out, err := io.ReadAll(conn)
 	if err != nil {
 		if ctx.Err() != nil {
