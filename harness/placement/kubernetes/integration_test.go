@@ -21,21 +21,12 @@ import (
 // this placement, checks its health and leader through the system,
 // reaches every server through its port forward, and checks that the
 // site's Close leaves no namespace. Skipped when no cluster answers.
-//
-// Not passing yet: the servers serve (their ready probe passes) but the
-// ensemble's health check times out reading mntr through the port
-// forwards (docs/kubernetes.md, "The placement").
 func TestIntegration_KubernetesZooKeeper(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: starts ZooKeeper pods on a Kubernetes cluster (skipped with -short)")
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("integration test: the test cluster (./scripts/kube-up.sh) runs as root")
-	}
-	// Work in progress: it fails where it runs, so that a machine whose
-	// test cluster is up does not fail its integration tier for it.
-	if os.Getenv("CHAOSLAB_KUBERNETES_WIP") != "1" {
-		t.Skip("the placement is work in progress: the ensemble's health check through kubectl port-forward does not finish yet (docs/kubernetes.md, \"The placement\"); CHAOSLAB_KUBERNETES_WIP=1 runs it")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
