@@ -131,14 +131,6 @@ func (s *Server) URLAt(addr string, tlsOn bool, r Role) string {
 	return fmt.Sprintf("%s://%s/?token=%s", scheme, addr, s.Tokens[r])
 }
 
-// ColleaguesAddr is the address ServeAlso opened ("" when none).
-func (s *Server) ColleaguesAddr() string {
-	if s.also == nil {
-		return ""
-	}
-	return s.also.Addr().String()
-}
-
 // Addr is the host:port the dashboard listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
