@@ -43,6 +43,9 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 	if err := optionalUnmeasured(s, root); err != nil {
 		return nil, "", nil, err
 	}
+	if err := judgedOnly(s, root); err != nil {
+		return nil, "", nil, err
+	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
@@ -93,6 +96,41 @@ func optionalUnmeasured(s *Scenario, root *yaml.Node) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// judgedOnly leaves out the hypotheses and comparisons on metrics that do
+// not judge a user's program (Contract.Judged): they are about the lab's
+// side of the scenario (the storage nodes' volumes), which no program of
+// the user's changes.
+func judgedOnly(s *Scenario, root *yaml.Node) error {
+	st, err := s.WorkloadFor(s.VariantNames()[0])
+	if err != nil {
+		return err
+	}
+	host, ok := st.(lab.ClientHost)
+	if !ok || len(host.Contract().Judged) == 0 {
+		return nil
+	}
+	judged := host.Contract().Judged
+	kept := 0
+	for _, key := range []string{"hypotheses", "comparisons"} {
+		j := keyIndex(root, key)
+		if j < 0 || root.Content[j+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		seq := root.Content[j+1]
+		seq.Content = slices.DeleteFunc(seq.Content, func(h *yaml.Node) bool {
+			k := keyIndex(h, "metric")
+			return k < 0 || !slices.Contains(judged, h.Content[k+1].Value)
+		})
+		if key == "hypotheses" {
+			kept = len(seq.Content)
+		}
+	}
+	if kept == 0 {
+		return fmt.Errorf("add client to %s: none of its hypotheses is on a metric that judges a client's program (%s)", s.ID, strings.Join(judged, ", "))
 	}
 	return nil
 }

@@ -199,3 +199,25 @@ func TestClientReplacesAnExecProgram(t *testing.T) {
 		require.Equal(t, p.Env, w.Env)
 	}
 }
+
+// A user's create-volume caller under AWS-EBS-2011 is judged by what a
+// caller changes (the other zones' calls), not by the volumes the storage
+// nodes leave stuck: with --client the scenario keeps only the
+// hypotheses on the contract's judged metrics.
+func TestClientJudgedOnlyByItsContract(t *testing.T) {
+	withSeeds(t)
+	src, err := os.ReadFile("aws-ebs-2011-remirror-storm.yaml")
+	require.NoError(t, err)
+	s, err := scenarios.Parse("scenarios/aws-ebs-2011-remirror-storm.yaml", src)
+	require.NoError(t, err)
+	s2, _, out, err := scenarios.WithClient(s, src, lab.ClientProgram{Command: []string{"./caller"}})
+	require.NoError(t, err)
+	var ids []string
+	for _, h := range s2.Hypotheses {
+		ids = append(ids, h.ID)
+	}
+	require.Equal(t, []string{"other-zones-create"}, ids)
+	back, err := scenarios.Parse("copy.yaml", out)
+	require.NoError(t, err)
+	require.Equal(t, s2.Hypotheses, back.Hypotheses, "the report's copy re-checks the same way")
+}

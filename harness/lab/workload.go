@@ -155,6 +155,11 @@ type Contract struct {
 	// (a latency timed inside the app): with a user's program they are not
 	// measured, and hypotheses on them are judged only if they are.
 	NotMeasured []string `json:"not_measured,omitempty"`
+	// Judged, when set, are the only metrics that judge a user's program:
+	// a run with one leaves out the scenario's hypotheses and comparisons
+	// on other metrics (they are about the lab's side of the scenario,
+	// which no program of the user's changes).
+	Judged []string `json:"judged,omitempty"`
 	// LocalOnly: the program runs on the local placement only (what it is
 	// told are this machine's loopback addresses).
 	LocalOnly bool `json:"local_only,omitempty"`

@@ -19,7 +19,11 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 		s := r.SeriesFor(k.name, k.source, w.rec.units[k.name])
 		s.Points = append(s.Points, pts...)
 	}
-	w.collectCalls(r)
+	if w.s.Program == nil {
+		w.collectCalls(r)
+	} else {
+		w.collectCreates(r)
+	}
 	degraded := ZoneNames[0]
 	if len(tl.Faults) > 0 {
 		degraded, _, _ = strings.Cut(tl.Faults[0].Member, ",")
@@ -48,12 +52,66 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 	}
 	r.SetMetric("ebs.pool_busy.max", busy)
 	r.SetMetric("ebs.cp_timeouts", float64(w.rec.cpTotal))
+	r.SetLimit("ebs.stuck_share", 1, "every volume of the zone")
+	if w.s.Program != nil {
+		cc := w.rec.creates
+		r.SetMetric("ebs.create_success.before_fault", endedOK(cc, func(string) bool { return true }, math.Inf(-1), fs))
+		r.SetMetric("ebs.create_success.other_zones", endedOK(cc, func(z string) bool { return z != degraded }, fs, end))
+		r.SetMetric("ebs.create_success.degraded_zone", endedOK(cc, func(z string) bool { return z == degraded }, fs, end))
+		var last map[string][2]int64
+		if n := len(cc); n > 0 {
+			last = cc[n-1].Zones
+		}
+		for i, z := range w.zones { // exits before the first fault fail the steady state
+			r.Clients = append(r.Clients, w.group.Summary(i, func(in *lab.Instance) { in.Requests = last[z.name][0] }))
+		}
+		return
+	}
 	other := func(c call) bool { return c.Zone != degraded && c.T >= fs && c.T <= end }
 	r.SetMetric("ebs.create_success.before_fault", success(w.rec.calls, func(c call) bool { return c.T < fs }))
 	r.SetMetric("ebs.create_success.other_zones", success(w.rec.calls, other))
 	r.SetMetric("ebs.create_success.degraded_zone", success(w.rec.calls, func(c call) bool { return c.Zone == degraded && c.T >= fs && c.T <= end }))
 	r.SetMetric("ebs.create_p99_ms.other_zones", p99(w.rec.calls, other))
-	r.SetLimit("ebs.stuck_share", 1, "every volume of the zone")
+}
+
+// collectCreates: a user's callers' create-volume calls as the control
+// plane counted them, each in the second it ended.
+func (w *workload) collectCreates(r *lab.Result) {
+	cc := w.rec.creates
+	for k := 1; k < len(cc); k++ {
+		for z, c := range cc[k].Zones {
+			if n := c[0] - cc[k-1].Zones[z][0]; n > 0 {
+				r.Add("ebs.create_success", z, "share", cc[k].T, float64(c[1]-cc[k-1].Zones[z][1])/float64(n))
+			}
+		}
+	}
+}
+
+// endedOK is the share of the create-volume calls of the zones kept that
+// ended between the samples at from and to (the last sample at or before
+// each) answered OK within the SLO, as the control plane counted them.
+func endedOK(cc []createCount, keep func(string) bool, from, to float64) float64 {
+	at := func(t float64) map[string][2]int64 {
+		var m map[string][2]int64
+		for _, c := range cc {
+			if c.T <= t {
+				m = c.Zones
+			}
+		}
+		return m
+	}
+	a, b := at(from), at(to)
+	var n, ok int64
+	for z, c := range b {
+		if keep(z) {
+			n += c[0] - a[z][0]
+			ok += c[1] - a[z][1]
+		}
+	}
+	if n <= 0 {
+		return math.NaN()
+	}
+	return float64(ok) / float64(n)
 }
 
 // collectCalls turns the create-volume calls into per-second series,

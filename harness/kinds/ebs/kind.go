@@ -65,6 +65,10 @@ type Settings struct {
 	// OK within this long (a caller that waits longer has failed its own
 	// caller, even if it waits on).
 	CreateSLO lab.Duration `yaml:"create_slo" json:"create_slo"`
+	// Program, when set, is a user's create-volume caller run in every
+	// zone in place of the harness's (create_timeout then describes only
+	// the harness's): see Contract and docs/bring-your-own-client.md.
+	Program *lab.ClientProgram `yaml:"program,omitempty" json:"program,omitempty"`
 }
 
 // NewSettings are the defaults: the 2011 cluster and control plane.
@@ -98,6 +102,9 @@ func (s *Settings) Check() []lab.Problem {
 	c.Need(s.CreateRate > 0 && s.CreateRate <= MaxCreateRate, "create_rate", "want more than 0 and at most %d calls/s per zone, got %g", MaxCreateRate, s.CreateRate)
 	c.Msg("create_timeout", lab.CheckDuration(s.CreateTimeout, 10*time.Millisecond, "the least time a create-volume call takes here"))
 	c.Msg("create_slo", lab.CheckDuration(s.CreateSLO, 10*time.Millisecond, "the least time a create-volume call takes here"))
+	if s.Program != nil {
+		c = append(c, lab.Under("program", s.Program.Check())...)
+	}
 	return c
 }
 
@@ -121,7 +128,7 @@ func (s *Settings) Facts() []lab.Fact {
 		{Name: "Writes", Value: fmt.Sprintf("%d bytes per volume every %s, acknowledged by the mirror within %s", s.WriteBytes, s.WriteEvery, s.MirrorTimeout)},
 		{Name: "Search back-off", Value: backoff},
 		{Name: "Control plane", Value: fmt.Sprintf("%s; request timeout %s; a call for space looks again every %s", pool, s.RequestTimeout, s.SpacePoll)},
-		{Name: "Create-volume load", Value: fmt.Sprintf("%g calls/s from each zone, caller's timeout %s; a success answers OK within %s", s.CreateRate, s.CreateTimeout, s.CreateSLO)},
+		{Name: "Create-volume load", Value: fmt.Sprintf("%g calls/s from each zone; a success answers OK within %s; callers: %s", s.CreateRate, s.CreateSLO, s.program())},
 		{Name: "Links", Value: "node to node through an in-process toxiproxy (github.com/Shopify/toxiproxy/v2 v2.12.0) on 127.0.0.1, one proxy per node"},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -127,4 +128,19 @@ func TestZoneLinksDegradeAndRestore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "y", string(b))
 	require.Error(t, (&Zone{name: "zone-b", links: l}).DegradeLinks(context.Background(), LinkToxics{Latency: time.Second}), "no links in zone-b")
+}
+
+// A user's callers are judged by the control plane's counts between the
+// samples at the fault and at the end, the zones kept.
+func TestEndedOKBetweenSamples(t *testing.T) {
+	cc := []createCount{
+		{T: 1, Zones: map[string][2]int64{"zone-a": {2, 2}, "zone-b": {2, 2}}},
+		{T: 10, Zones: map[string][2]int64{"zone-a": {10, 9}, "zone-b": {10, 10}}},
+		{T: 20, Zones: map[string][2]int64{"zone-a": {20, 9}, "zone-b": {30, 25}}},
+	}
+	other := func(z string) bool { return z != "zone-a" }
+	require.InDelta(t, 15.0/20, endedOK(cc, other, 10.5, 20), 1e-9)
+	require.InDelta(t, 0.0, endedOK(cc, func(z string) bool { return z == "zone-a" }, 10.5, 20), 1e-9)
+	require.InDelta(t, 19.0/20, endedOK(cc, func(string) bool { return true }, -1, 10), 1e-9, "before the first sample counts from zero")
+	require.True(t, math.IsNaN(endedOK(cc, other, 20, 20)), "no call ended: not measured")
 }

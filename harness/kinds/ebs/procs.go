@@ -62,7 +62,7 @@ func (w *workload) startControl(ctx context.Context) error {
 	for _, z := range w.zones {
 		zones = append(zones, z.name)
 	}
-	cfg := ebscontrol.Config{Service: w.s.Service, Etcd: w.cluster.Endpoints(lab.FromSite), Prefix: w.prefix, Zones: zones, Listen: host}
+	cfg := ebscontrol.Config{Service: w.s.Service, Etcd: w.cluster.Endpoints(lab.FromSite), Prefix: w.prefix, Zones: zones, Listen: host, CreateSLO: w.s.CreateSLO.D()}
 	p, err := w.env.Site.Start(ctx, lab.Program{Name: "ebs-control", Alias: "ebs-control", Role: "control-plane", Agent: ControlAgent, Config: cfg, Stderr: logf,
 		Stdout: func(line []byte) {
 			if port := listenedPort(line, "api"); port != "" {

@@ -39,6 +39,15 @@ type recorder struct {
 	free     map[string]int
 	busy     string
 	cpTotal  int64
+	// creates are the control plane's create-volume counts by zone at
+	// each sample: how a user's callers are judged.
+	creates []createCount
+}
+
+// createCount is the control plane's create-volume counts at a sample.
+type createCount struct {
+	T     float64
+	Zones map[string][2]int64 // calls ended, answered OK within the SLO
 }
 
 func newRecorder(int) *recorder {
@@ -155,7 +164,9 @@ func (w *workload) recordControl(now float64, cs ebscontrol.Status) {
 	sort.Strings(busy)
 	r.busy = strings.Join(busy, ", ")
 	var total int64
+	cc := createCount{T: now, Zones: map[string][2]int64{}}
 	for z, c := range cs.Zones {
+		cc.Zones[z] = [2]int64{c.Creates, c.CreatesFast}
 		if prev, ok := r.timeouts[z]; ok {
 			r.add("ebs.cp_timeouts_per_s", z, "calls/s", now, float64(c.Timeouts-prev))
 		}
@@ -163,6 +174,25 @@ func (w *workload) recordControl(now float64, cs ebscontrol.Status) {
 		total += c.Timeouts
 	}
 	r.cpTotal = total
+	r.creates = append(r.creates, cc)
+}
+
+// zonesCalling: the zones whose create-volume calls the control plane
+// saw end between the last two samples.
+func (r *recorder) zonesCalling() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.creates)
+	if n < 2 {
+		return 0
+	}
+	k := 0
+	for z, c := range r.creates[n-1].Zones {
+		if c[0] > r.creates[n-2].Zones[z][0] {
+			k++
+		}
+	}
+	return k
 }
 
 func (r *recorder) liveCount() (int, int) {

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/chaoslab/chaoslab/harness/infra/instances"
 	"github.com/chaoslab/chaoslab/harness/kinds/ebs/ebscontrol"
 	"github.com/chaoslab/chaoslab/harness/kinds/ebs/ebsnode"
 	"github.com/chaoslab/chaoslab/harness/lab"
@@ -60,9 +61,10 @@ type workload struct {
 	api     string
 	http    *http.Client
 
-	rec  *recorder
-	stop context.CancelFunc
-	bg   sync.WaitGroup
+	rec   *recorder
+	group *instances.Group // a user's callers (Contract)
+	stop  context.CancelFunc
+	bg    sync.WaitGroup
 }
 
 func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, error) {
@@ -126,16 +128,28 @@ func (w *workload) Start(ctx context.Context) error {
 	}
 	w.env.Event("note", "harness", fmt.Sprintf("started the control plane and %d storage nodes in %d zones", len(w.nodes), w.s.Zones))
 	w.bg.Go(func() { w.sample(ctx) })
+	if w.s.Program != nil {
+		w.startPrograms(ctx)
+		return nil
+	}
 	for _, z := range w.zones {
 		w.bg.Go(func() { w.createLoad(ctx, z.name) })
 	}
 	return nil
 }
 
-// Steady counts the volumes with a live mirror.
+// Steady counts the volumes with a live mirror and, with a user's
+// callers, the zones whose create-volume calls reached the control plane
+// between the last two samples.
 func (w *workload) Steady() lab.Steady {
 	live, total := w.rec.liveCount()
-	return lab.Steady{Ready: live, Total: max(total, len(w.nodes)*w.s.VolumesPerNode), What: "volumes mirrored"}
+	st := lab.Steady{Ready: live, Total: max(total, len(w.nodes)*w.s.VolumesPerNode), What: "volumes mirrored"}
+	if w.s.Program != nil {
+		st.Ready += w.rec.zonesCalling()
+		st.Total += len(w.zones)
+		st.What = "volumes mirrored and zones calling create-volume (counted at the control plane)"
+	}
+	return st
 }
 
 // Targets: each zone.
@@ -159,6 +173,9 @@ func (w *workload) Stop(context.Context) error {
 		w.stop()
 	}
 	w.bg.Wait()
+	if w.group != nil {
+		w.group.Stop()
+	}
 	var wg sync.WaitGroup
 	for _, n := range w.nodes {
 		n.mu.Lock()

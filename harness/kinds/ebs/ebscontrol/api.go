@@ -62,6 +62,12 @@ type ZoneStatus struct {
 	Timeouts      int64 `json:"timeouts"`
 	QueueTimeouts int64 `json:"queue_timeouts"`
 	NoSpace       int64 `json:"no_space"`
+	// Creates are the create-volume calls answered (or given up by their
+	// caller); CreatesFast those answered OK within the SLO;
+	// CreatesAbandoned those whose caller hung up before the answer.
+	Creates          int64 `json:"creates"`
+	CreatesFast      int64 `json:"creates_fast"`
+	CreatesAbandoned int64 `json:"creates_abandoned"`
 }
 
 // Client calls the API.

@@ -74,3 +74,26 @@ func TestPoolsSharedAndPerZone(t *testing.T) {
 		})
 	}
 }
+
+// The control plane counts each create-volume call as it ends: fast when
+// answered 200 within the SLO, abandoned when its caller hung up first.
+func TestCreateCountedAtTheControlPlane(t *testing.T) {
+	c := &counters{}
+	c.countCreate(http.StatusOK, true, false)
+	c.countCreate(http.StatusOK, false, false)
+	c.countCreate(http.StatusGatewayTimeout, true, false)
+	c.countCreate(http.StatusGatewayTimeout, true, true)
+	require.Equal(t, [3]int64{4, 1, 1}, [3]int64{c.creates.Load(), c.createsFast.Load(), c.createsAbandoned.Load()})
+
+	// A caller that hangs up frees its worker: a zone without space holds
+	// one worker only while its caller waits.
+	svc := Service{Pool: Shared, PoolWorkers: 1, RequestTimeout: lab.Duration(5 * time.Second), SpacePoll: lab.Duration(10 * time.Millisecond)}
+	s := NewServer(Config{Service: svc, Zones: []string{"zone-a"}, CreateSLO: time.Second}, Store{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req := httptest.NewRequest(http.MethodPost, "/", nil).WithContext(ctx)
+	start := time.Now()
+	s.pooled(httptest.NewRecorder(), req, "zone-a", func(ctx context.Context) (any, error) { <-ctx.Done(); return nil, ctx.Err() })
+	require.Less(t, time.Since(start), time.Second, "the worker is freed when the caller hangs up")
+	require.Empty(t, s.pools["zone-a"].sem)
+}

@@ -72,6 +72,9 @@ type Config struct {
 	Prefix  string   `json:"prefix"`
 	Zones   []string `json:"zones"`
 	Listen  string   `json:"listen"`
+	// CreateSLO: a create-volume call answered OK within this long,
+	// counted from its arrival, counts as fast (ZoneStatus.CreatesFast).
+	CreateSLO time.Duration `json:"create_slo"`
 	// OnListen is called with the API's address once it listens.
 	OnListen func(addr string) `json:"-"`
 	Logger   *slog.Logger      `json:"-"`
@@ -94,6 +97,7 @@ type pool struct {
 
 type counters struct {
 	requests, ok, timeouts, queueTimeouts, noSpace atomic.Int64
+	creates, createsFast, createsAbandoned         atomic.Int64
 }
 
 // NewServer builds the pools over a connected store.
@@ -225,9 +229,15 @@ func (s *Server) elect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	var q CreateRequest
 	if !readJSON(w, r, &q) {
 		return
+	}
+	if c := s.zones[q.Zone]; c != nil {
+		rw := &statusWriter{ResponseWriter: w}
+		defer func() { c.countCreate(rw.code, time.Since(start) <= s.cfg.CreateSLO, r.Context().Err() != nil) }()
+		w = rw
 	}
 	s.pooled(w, r, q.Zone, func(ctx context.Context) (any, error) {
 		nodes, err := s.claimWaiting(ctx, q.Zone, nil, 2)
@@ -268,7 +278,8 @@ func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
 	seen := map[*pool]bool{}
 	for z, p := range s.pools {
 		c := s.zones[z]
-		st.Zones[z] = ZoneStatus{Requests: c.requests.Load(), OK: c.ok.Load(), Timeouts: c.timeouts.Load(), QueueTimeouts: c.queueTimeouts.Load(), NoSpace: c.noSpace.Load()}
+		st.Zones[z] = ZoneStatus{Requests: c.requests.Load(), OK: c.ok.Load(), Timeouts: c.timeouts.Load(), QueueTimeouts: c.queueTimeouts.Load(), NoSpace: c.noSpace.Load(),
+			Creates: c.creates.Load(), CreatesFast: c.createsFast.Load(), CreatesAbandoned: c.createsAbandoned.Load()}
 		if !seen[p] {
 			seen[p] = true
 			st.Pools[p.name] = PoolStatus{Workers: cap(p.sem), Busy: len(p.sem), Waiting: int(p.waiting.Load())}
@@ -288,4 +299,36 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// countCreate counts a create-volume call as it is answered: fast when
+// it answered 200 within the SLO, abandoned when its caller hung up first.
+func (c *counters) countCreate(code int, inSLO, gone bool) {
+	c.creates.Add(1)
+	switch {
+	case gone:
+		c.createsAbandoned.Add(1)
+	case code == http.StatusOK && inSLO:
+		c.createsFast.Add(1)
+	}
+}
+
+// statusWriter keeps the status a handler answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }
