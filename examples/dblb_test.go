@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/labtest"
+	"github.com/chaoslab/chaoslab/harness/tier"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -49,6 +50,7 @@ func TestIntegration_ListEmptyingAppIsCaught(t *testing.T) {
 // TestIntegration_ListKeepingAppHolds: the same program with -keep keeps
 // its last list through the same OOM kills: the replicas serve its reads.
 func TestIntegration_ListKeepingAppHolds(t *testing.T) {
+	tier.Release(t, "TestIntegration_ListEmptyingAppIsCaught (the contract's measurement, which catches the list-emptying pod) and the replay's mitigated variants")
 	bin := dblbApp(t)
 	r := labtest.Run(t, dblbScenario, labtest.Client(bin, "-keep"), labtest.Seed(1), labtest.Size("ci"))
 	require.NotNil(t, r)

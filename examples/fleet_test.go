@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chaoslab/chaoslab/harness/labtest"
+	"github.com/chaoslab/chaoslab/harness/tier"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -49,6 +50,7 @@ func TestIntegration_ThreadPerPeerServerIsCaught(t *testing.T) {
 // the limit, every server routes, the fleet routes again soon after the
 // all-at-once restart.
 func TestIntegration_PooledServerHolds(t *testing.T) {
+	tier.Release(t, "TestIntegration_ThreadPerPeerServerIsCaught (the contract's measurement, which catches the thread-per-peer server) and the replay's mitigated fleet")
 	skipUnlessFleet(t)
 	r := labtest.Run(t, fleetScenario, labtest.Client("/usr/bin/python3", "fleet-server-python/server.py", "--pooled"),
 		labtest.Seed(1), labtest.Size("ci"))
