@@ -21,6 +21,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/gameday"
 	"github.com/chaoslab/chaoslab/harness/infra/freeport"
 	"github.com/chaoslab/chaoslab/harness/labtest"
+	"github.com/chaoslab/chaoslab/harness/tier"
 	"github.com/chaoslab/chaoslab/reports"
 )
 
@@ -94,6 +95,7 @@ func sampleValue(t *testing.T, p []any) float64 {
 // run lasts, with values that change over time, each one the report
 // measured; every query of the Grafana dashboard returns series.
 func TestIntegration_PrometheusScrapesARun(t *testing.T) {
+	tier.Release(t, "TestServeMetricsFollowsEveryRun and TestWireWritesInfoAndFollows (the /metrics a run serves, read as Prometheus's text format) and TestIntegration_GamedayInChromium (a live run)")
 	labtest.SkipUnlessZooKeeper(t)
 	prom := debianTool(t, "prometheus")
 	bin, err := labtest.ChaoslabBinary()
