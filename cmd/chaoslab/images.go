@@ -29,6 +29,8 @@ func imagesCmd() *cobra.Command {
   %-32s FROM scratch, etcd/etcdctl/etcdutl built from source
   %-32s FROM scratch, consul built from source (MPL-2.0 line)
   %-32s FROM scratch, this chaoslab (client workloads)
+  %-32s only when named (images build python): Debian's
+  %-32s python3 and kazoo, the Python examples in /examples
 
 The binaries are built in the Go modules under tools/ and cached by version
 (in $CHAOSLAB_CACHE, else $XDG_CACHE_HOME/chaoslab/bin or ~/.cache/chaoslab/bin).
@@ -36,7 +38,7 @@ Run it inside the source tree (or set CHAOSLAB_SRC).
 
 Exit status: 0; 2 for a bad flag or argument; 3 when an image could not
 be built or listed.`,
-			images.ZooKeeperRef, images.DebianSuite, "", "", images.EtcdRef, images.ConsulRef, images.ChaoslabRef("")),
+			images.ZooKeeperRef, images.DebianSuite, "", "", images.EtcdRef, images.ConsulRef, images.ChaoslabRef(""), images.PythonRef, ""),
 	}
 	cmd.AddCommand(imagesBuildCmd(), imagesListCmd(), imagesBinariesCmd())
 	return cmd
@@ -45,14 +47,17 @@ be built or listed.`,
 func imagesBuildCmd() *cobra.Command {
 	var opts images.Options
 	cmd := &cobra.Command{
-		Use:   "build [--only zookeeper,etcd,consul,postgresql,chaoslab] [--force]",
+		Use:   "build [NAME...] [--only zookeeper,etcd,consul,postgresql,chaoslab,python] [--force]",
 		Short: "Build the images that are missing or out of date",
 		Long: `Build the images that are missing or whose build inputs changed (each carries
 the label org.chaoslab.version = version + hash of its inputs); up-to-date
 images are skipped. The first build takes minutes (Consul alone ~5 min on 2
-cores, with a 2 GB module download); later ones use cached binaries.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+cores, with a 2 GB module download); later ones use cached binaries.
+
+Without names (arguments or --only) it builds ` + strings.Join(images.Names, ", ") + `;
+` + strings.Join(images.Extra, ", ") + ` only when named: chaoslab images build python.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Only = append(opts.Only, args...)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opts.Logger = slog.Default()
@@ -76,7 +81,7 @@ cores, with a 2 GB module download); later ones use cached binaries.`,
 			return err
 		},
 	}
-	cmd.Flags().StringSliceVar(&opts.Only, "only", nil, "build only these images (zookeeper, etcd, consul, postgresql, chaoslab; comma-separated)")
+	cmd.Flags().StringSliceVar(&opts.Only, "only", nil, "build only these images (zookeeper, etcd, consul, postgresql, chaoslab, python; comma-separated)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "rebuild even the images that are up to date (cached binaries are reused)")
 	cmd.Flags().StringVar(&opts.ChaoslabTag, "chaoslab-tag", images.DefaultChaoslabTag, "tag of the chaoslab image")
 	return cmd
@@ -94,11 +99,15 @@ func imagesListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "IMAGE\tREF\tSIZE\tVERSION\tSTATUS")
 			for _, r := range res {
-				size, status := "-", "missing (chaoslab images build)"
+				hint := "chaoslab images build"
+				if slices.Contains(images.Extra, r.Name) {
+					hint += " " + r.Name // not in the default set
+				}
+				size, status := "-", "missing ("+hint+")"
 				if r.Present {
 					size, status = images.HumanSize(r.Size), "up to date"
 					if !r.Current {
-						status = "out of date (chaoslab images build)"
+						status = "out of date (" + hint + ")"
 					}
 				}
 				version := r.Version

@@ -15,6 +15,9 @@
 //     contract (PGDATA, POSTGRES_USER, POSTGRES_HOST_AUTH_METHOD).
 //   - chaoslab/chaoslab:dev: FROM scratch with a static build of
 //     ./cmd/chaoslab.
+//   - chaoslab/python:3.11-deb12 (built only when named: see Extra):
+//     Debian's python3 and python3-kazoo, with the source tree's Python
+//     examples under /examples, to run them as client containers.
 //
 // Every image is labelled with LabelImage and LabelVersion (the upstream
 // version and a hash of the build inputs); Build skips an image whose label
@@ -42,22 +45,32 @@ const (
 	EtcdVersion      = "v3.6.16"
 	ConsulVersion    = "1.14.11" // the last MPL-2.0 line
 	PostgresMajor    = "15"      // Debian bookworm's postgresql-15
+	PythonVersion    = "3.11"    // Debian bookworm's python3
 
 	ZooKeeperRef = "chaoslab/zookeeper:" + ZooKeeperVersion + "-deb12"
 	EtcdRef      = "chaoslab/etcd:" + EtcdVersion
 	ConsulRef    = "chaoslab/consul:" + ConsulVersion
 	PostgresRef  = "chaoslab/postgres:" + PostgresMajor + "-deb12"
+	PythonRef    = "chaoslab/python:" + PythonVersion + "-deb12"
 
 	ChaoslabRepo       = "chaoslab/chaoslab"
 	DefaultChaoslabTag = "dev"
 )
 
-// Names are the images Build knows, in the order it builds them.
+// Names are the images Build makes when none is named, in the order it
+// builds them.
 var Names = []string{"zookeeper", "etcd", "consul", "postgresql", "chaoslab"}
+
+// Extra are the images Build makes only when named: no run of the lab's
+// own needs them, and CI's build of the default set is on its clock.
+var Extra = []string{"python"}
+
+// Known are every image Build can make: Names, then Extra.
+func Known() []string { return append(slices.Clone(Names), Extra...) }
 
 // Options of Build and List.
 type Options struct {
-	// Only builds these images (names from Names); empty means all.
+	// Only builds these images (names from Known()); empty means Names.
 	Only []string
 	// Force rebuilds an image even when its label says it is up to date
 	// (cached binaries are still used: delete CacheDir to rebuild those).
@@ -110,6 +123,8 @@ func Ref(name string) string {
 		return ConsulRef
 	case "postgresql":
 		return PostgresRef
+	case "python":
+		return PythonRef
 	case "chaoslab":
 		return ChaoslabRef("")
 	}
@@ -161,7 +176,8 @@ func Build(ctx context.Context, opts Options) ([]Result, error) {
 	return out, errors.Join(errs...)
 }
 
-// List reports on every image: whether it exists, its size and version
+// List reports on every image of the default set, and on the extras
+// that are here: whether it exists, its size and version
 // label, and whether that label matches the build inputs of this source
 // tree (Current). It builds nothing and needs no network.
 func List(ctx context.Context) ([]Result, error) { return ListWith(ctx, Options{}) }
@@ -172,6 +188,12 @@ func ListWith(ctx context.Context, opts Options) ([]Result, error) {
 	names, err := selectNames(opts.Only)
 	if err != nil {
 		return nil, err
+	}
+	// Without names, the extras that are here are listed too (a missing
+	// one is not missing from the default set).
+	extrasIfPresent := len(opts.Only) == 0
+	if extrasIfPresent {
+		names = Known()
 	}
 	b, err := newBuilder(ctx, opts)
 	if err != nil {
@@ -184,6 +206,9 @@ func ListWith(ctx context.Context, opts Options) ([]Result, error) {
 		info, err := b.d.inspect(ctx, r.Ref)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if info == nil && extrasIfPresent && slices.Contains(Extra, n) {
+			continue
 		}
 		if info != nil {
 			r.Present, r.ID, r.Size, r.Version = true, info.ID, info.Size, info.Labels[LabelVersion]
@@ -203,21 +228,22 @@ func selectNames(only []string) ([]string, error) {
 	if len(only) == 0 {
 		return slices.Clone(Names), nil
 	}
+	known := Known()
 	var out []string
 	for _, n := range only {
 		n = strings.TrimSpace(strings.ToLower(n))
 		if n == "" {
 			continue
 		}
-		if !slices.Contains(Names, n) {
-			return nil, fmt.Errorf("unknown image %q (known: %s)", n, strings.Join(Names, ", "))
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown image %q (known: %s)", n, strings.Join(known, ", "))
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	// Build in the usual order whatever the order asked.
-	slices.SortFunc(out, func(a, b string) int { return slices.Index(Names, a) - slices.Index(Names, b) })
+	slices.SortFunc(out, func(a, b string) int { return slices.Index(known, a) - slices.Index(known, b) })
 	return out, nil
 }
 
@@ -300,6 +326,8 @@ func (b *builder) plan(ctx context.Context, name string) (*plan, error) {
 		return b.consulPlan(ctx)
 	case "postgresql":
 		return b.postgresPlan()
+	case "python":
+		return b.pythonPlan()
 	case "chaoslab":
 		return b.chaoslabPlan(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -199,11 +200,21 @@ func TestSelectNames(t *testing.T) {
 	if all, _ := selectNames(nil); !reflect.DeepEqual(all, Names) {
 		t.Errorf("all: %v", all)
 	}
-	if _, err := selectNames([]string{"kafka"}); err == nil || !strings.Contains(err.Error(), "zookeeper, etcd, consul, postgresql, chaoslab") {
+	if _, err := selectNames([]string{"kafka"}); err == nil || !strings.Contains(err.Error(), "zookeeper, etcd, consul, postgresql, chaoslab, python") {
 		t.Errorf("unknown name: %v", err)
+	}
+	// The python image is built only when named, after the default set.
+	if slices.Contains(Names, "python") {
+		t.Error("python is in the default set")
+	}
+	if got, err := selectNames([]string{"python", "zookeeper"}); err != nil || !reflect.DeepEqual(got, []string{"zookeeper", "python"}) {
+		t.Errorf("selectNames python: %v, %v", got, err)
 	}
 	if Ref("postgresql") != "chaoslab/postgres:15-deb12" {
 		t.Error("Ref postgresql")
+	}
+	if Ref("python") != "chaoslab/python:3.11-deb12" {
+		t.Error("Ref python")
 	}
 	if Ref("etcd") != EtcdRef || Ref("chaoslab") != "chaoslab/chaoslab:dev" || ChaoslabRef("v1") != "chaoslab/chaoslab:v1" || Ref("x") != "" {
 		t.Error("Ref")
@@ -255,5 +266,67 @@ func TestCheckRootfs(t *testing.T) {
 	if _, err := checkRootfs(mk("deb http://mirror.example.org/debian bookworm main\n"), []string{"mirror.example.org"}); err == nil ||
 		!strings.Contains(err.Error(), "/etc/apt/sources.list") || strings.Contains(err.Error(), "mirror.example.org") {
 		t.Errorf("a mirror left in /etc/apt: %v (must be found, and not be repeated in the message)", err)
+	}
+}
+
+func TestPythonSpec(t *testing.T) {
+	got := strings.Join(pySpec().instructions("feedfacecafe"), "\n")
+	for _, want := range []string{
+		`LABEL "org.chaoslab.image"="python"`,
+		`LABEL "org.chaoslab.version"="3.11-deb12+feedfacecafe"`,
+		`ENV PYTHONUNBUFFERED="1"`,
+		`WORKDIR /examples`,
+		`CMD ["python3"]`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	// No entrypoint: a client's command is the whole command line.
+	if strings.Contains(got, "ENTRYPOINT") {
+		t.Errorf("an entrypoint in\n%s", got)
+	}
+}
+
+// TestPythonExamplesHash: the python image's hash covers the examples it
+// holds, and not Python's caches.
+func TestPythonExamplesHash(t *testing.T) {
+	src := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		p := filepath.Join(src, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("examples/a-python/a.py", "print(1)\n")
+	write("examples/b-go/main.go", "package main\n")
+	hash := func() string {
+		t.Helper()
+		p, err := (&builder{src: src}).pythonPlan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.hash
+	}
+	first := hash()
+	set, err := pythonExamples(src)
+	if err != nil || len(set.dirs) != 1 || filepath.Base(set.dirs[0]) != "a-python" {
+		t.Fatalf("examples %+v, %v", set, err)
+	}
+	write("examples/a-python/__pycache__/a.cpython-311.pyc", "cache")
+	write("examples/b-go/main.go", "package main // changed\n")
+	if hash() != first {
+		t.Error("a cache or a Go example changed the hash")
+	}
+	write("examples/a-python/a.py", "print(2)\n")
+	if hash() == first {
+		t.Error("an example changed, the hash did not")
+	}
+	if _, err := pythonExamples(t.TempDir()); err == nil {
+		t.Error("no examples, no error")
 	}
 }

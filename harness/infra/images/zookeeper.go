@@ -208,7 +208,9 @@ func checkRootfsNeeds(path string, hosts, paths []string) (map[string]string, er
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/")
+		// A directory's name ends in a slash: a needed folder is named
+		// without it.
+		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"), "/")
 		if _, ok := need[name]; ok {
 			need[name] = true
 		} else if name == "bin/sh" {
