@@ -34,6 +34,17 @@ func Client(command ...string) Option {
 	}
 }
 
+// ClientImage runs the client as a container of the image (on the docker
+// placement); Client's words are then the command run in it.
+func ClientImage(ref string) Option {
+	return func(o *runner.Options) {
+		if o.Client == nil {
+			o.Client = &lab.ClientProgram{}
+		}
+		o.Client.Image = ref
+	}
+}
+
 // ClientEnv adds environment for the client.
 func ClientEnv(k, v string) Option {
 	return func(o *runner.Options) {
