@@ -24,7 +24,7 @@ func (s *Settings) Contract() lab.Contract {
 	return lab.Contract{
 		Role: "a control-plane client: one process per zone calling create-volume on the regional control plane, with its own timeouts and retries (the long-waiting calls of 2011 are what filled the shared pool)",
 		Env: []lab.EnvVar{
-			{Name: "CHAOSLAB_CONTROL_URL", What: "the control plane's API, http://127.0.0.1:PORT"},
+			{Name: "CHAOSLAB_CONTROL_URL", What: "the control plane's API, http://HOST:PORT (on containers its container's address on the run's network)"},
 			{Name: "CHAOSLAB_ZONE", What: "the zone the process calls for (zone-a, zone-b, ...); CHAOSLAB_ZONE_INDEX its number (1, 2, ...)"},
 			{Name: "CHAOSLAB_CREATE_RATE", What: "create-volume calls a second its users ask for (open loop: a call asked for is due whether or not the last one answered)"},
 			{Name: "CHAOSLAB_CREATE_SLO_MS", What: "a call succeeds when the control plane answers it 200 within this long"},
@@ -42,7 +42,6 @@ func (s *Settings) Contract() lab.Contract {
 			"the control plane's worker pools (busy, waiting), its timeouts, the volumes stuck and the free slots (the storage nodes' side, the same for every caller)",
 			"the processes' exits",
 		},
-		LocalOnly:   true,
 		NotMeasured: []string{"ebs.create_p99_ms.other_zones"},
 		Judged:      []string{"ebs.create_success.other_zones", "ebs.create_success.degraded_zone", "ebs.pool_busy.max"},
 		Examples:    []string{"examples/ebs-caller-python/caller.py (violated: waits as long as the API lets it and asks again at once)", "examples/ebs-caller-python/caller.py --deadline (held: a 1 s deadline, backing off with jitter)"},
@@ -57,11 +56,13 @@ func (s *Settings) program() string {
 	return "the user's, one process per zone: " + strings.TrimSpace(strings.Join(s.Program.Command, " ")+" "+s.Program.Image)
 }
 
-// Preflight: a user's caller is a command of this host, told the control
-// plane's loopback address.
+// Preflight: a user's caller that is a command of this host runs only
+// where host commands do; on containers it runs from its image, on the
+// run's network, where the control plane's address it is told is its
+// container's.
 func (kind) Preflight(p lab.Placement, s lab.Settings) error {
-	if st := s.(*Settings); st.Program != nil && !lab.RunsHostCommands(p) {
-		return fmt.Errorf("AWS-EBS-2011's create-volume callers with your program run on the local placement only: the control plane's address they are told is this machine's loopback (--placement local)")
+	if st := s.(*Settings); st.Program != nil && st.Program.Image == "" && !lab.RunsHostCommands(p) {
+		return fmt.Errorf("your create-volume caller is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
 	}
 	return nil
 }

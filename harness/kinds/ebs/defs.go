@@ -35,4 +35,11 @@ func (kind) Metrics() []lab.MetricDef {
 }
 
 // Images: the nodes and the control plane are chaoslab's own agents.
-func (s *Settings) Images() []lab.ImageNeed { return []lab.ImageNeed{{Name: lab.AgentImage}} }
+// A user's callers run from their own image.
+func (s *Settings) Images() []lab.ImageNeed {
+	need := []lab.ImageNeed{{Name: lab.AgentImage}}
+	if s.Program != nil && s.Program.Image != "" {
+		need = append(need, lab.ImageNeed{Name: "user-caller", Ref: s.Program.Image, Defaults: []string{s.Program.Image}})
+	}
+	return need
+}
