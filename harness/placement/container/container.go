@@ -10,14 +10,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/chaoslab/chaoslab/harness/infra/docker"
-	"github.com/chaoslab/chaoslab/harness/infra/images"
+	"github.com/chaoslab/chaoslab/harness/infra/imagepick"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -31,9 +30,7 @@ type Placement struct {
 	opts lab.PlacementOptions
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	images map[string]string // resolved: name -> ref
-	why    []string
+	images imagepick.Record
 }
 
 // New is the container placement of a run.
@@ -41,7 +38,7 @@ func New(o lab.PlacementOptions) (lab.Placement, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Placement{opts: o, log: o.Log, images: map[string]string{}}, nil
+	return &Placement{opts: o, log: o.Log}, nil
 }
 
 func (p *Placement) Name() string { return Name }
@@ -68,36 +65,18 @@ func (p *Placement) Prepare(ctx context.Context, needs []lab.ImageNeed) error {
 	return nil
 }
 
-// resolve picks an image: --image NAME=REF, then CHAOSLAB_<NAME>_IMAGE,
-// then the scenario's, then the first default present here.
+// resolve picks an image (imagepick.Choose: --image NAME=REF, then
+// CHAOSLAB_<NAME>_IMAGE, then the scenario's, then the first default
+// present here), which must be present.
 func (p *Placement) resolve(ctx context.Context, n lab.ImageNeed) (string, error) {
-	if n.Name == lab.AgentImage && len(n.Defaults) == 0 {
-		n.Defaults = []string{images.ChaoslabRef("")}
+	present := func(ref string) (bool, error) { return docker.ImageExists(ctx, ref) }
+	ref, why, env, err := imagepick.Choose(n, p.opts.Images, present, "present here")
+	if err != nil {
+		return "", err
 	}
-	env := "CHAOSLAB_" + strings.ToUpper(n.Name) + "_IMAGE"
-	ref, why := "", ""
-	switch {
-	case p.opts.Images[n.Name] != "":
-		ref, why = p.opts.Images[n.Name], "--image"
-	case os.Getenv(env) != "":
-		ref, why = os.Getenv(env), env
-	case n.Ref != "":
-		ref, why = n.Ref, "the scenario's"
-	default:
-		for _, d := range n.Defaults {
-			ok, err := docker.ImageExists(ctx, d)
-			if err != nil {
-				return "", err
-			}
-			if ok {
-				ref, why = d, "default, present here"
-				break
-			}
-		}
-		if ref == "" {
-			return "", fmt.Errorf("no %s image here (tried %s; build the local ones with `chaoslab images build`, or name one with --image %s=REF or %s)",
-				n.Name, strings.Join(n.Defaults, ", "), n.Name, env)
-		}
+	if ref == "" {
+		return "", fmt.Errorf("no %s image here (tried %s; build the local ones with `chaoslab images build`, or name one with --image %s=REF or %s)",
+			n.Name, strings.Join(n.Defaults, ", "), n.Name, env)
 	}
 	if ok, err := docker.ImageExists(ctx, ref); err != nil || !ok {
 		if err == nil {
@@ -105,40 +84,16 @@ func (p *Placement) resolve(ctx context.Context, n lab.ImageNeed) (string, error
 		}
 		return "", fmt.Errorf("prepare docker placement: %w", err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, seen := p.images[n.Name]; !seen {
-		p.why = append(p.why, fmt.Sprintf("%s %s (%s)", n.Name, ref, why))
-	}
-	p.images[n.Name] = ref
+	p.images.Keep(n.Name, ref, why)
 	return ref, nil
 }
 
 // Image is the image resolved for a name by Prepare ("" when none was).
-func (p *Placement) Image(name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.images[name]
-}
+func (p *Placement) Image(name string) string { return p.images.Image(name) }
 
-func (p *Placement) Why() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.why) == 0 {
-		return ""
-	}
-	return "images: " + strings.Join(p.why, ", ")
-}
+func (p *Placement) Why() string { return p.images.Why() }
 
-func (p *Placement) Versions() map[string]string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[string]string{}
-	for k, v := range p.images {
-		out["image "+k] = v
-	}
-	return out
-}
+func (p *Placement) Versions() map[string]string { return p.images.Versions() }
 
 // Open creates the variant's network.
 func (p *Placement) Open(ctx context.Context, runID, dir string, log *slog.Logger) (lab.Site, error) {

@@ -27,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chaoslab/chaoslab/harness/infra/images"
+	"github.com/chaoslab/chaoslab/harness/infra/imagepick"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -57,9 +57,8 @@ type Placement struct {
 	log  *slog.Logger
 	k    kubectl
 
+	images imagepick.Record
 	mu     sync.Mutex
-	images map[string]string // resolved: name -> ref
-	why    []string
 	server string // the cluster's version, for the report
 }
 
@@ -68,7 +67,7 @@ func New(o lab.PlacementOptions) (lab.Placement, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Placement{opts: o, log: o.Log, images: map[string]string{}}, nil
+	return &Placement{opts: o, log: o.Log}, nil
 }
 
 func (p *Placement) Name() string { return Name }
@@ -143,70 +142,32 @@ func (p *Placement) Prepare(ctx context.Context, needs []lab.ImageNeed) error {
 // be listed in its status.
 const imagesListedWithin = 45 * time.Second
 
-// resolve picks an image as the container placement does: --image
-// NAME=REF, then CHAOSLAB_<NAME>_IMAGE, then the scenario's, then the
-// first default every node has; it must be on every node (pods never
-// pull: imagePullPolicy Never).
+// resolve picks an image as the container placement does
+// (imagepick.Choose), the defaults on every node; it must be on every
+// node (pods never pull: imagePullPolicy Never).
 func (p *Placement) resolve(n lab.ImageNeed, present func(string) bool) (string, error) {
-	if n.Name == lab.AgentImage && len(n.Defaults) == 0 {
-		n.Defaults = []string{images.ChaoslabRef("")}
-	}
-	env := "CHAOSLAB_" + strings.ToUpper(n.Name) + "_IMAGE"
-	ref, why := "", ""
-	switch {
-	case p.opts.Images[n.Name] != "":
-		ref, why = p.opts.Images[n.Name], "--image"
-	case os.Getenv(env) != "":
-		ref, why = os.Getenv(env), env
-	case n.Ref != "":
-		ref, why = n.Ref, "the scenario's"
-	default:
-		for _, d := range n.Defaults {
-			if present(d) {
-				ref, why = d, "default, on every node"
-				break
-			}
-		}
-		if ref == "" {
-			return "", fmt.Errorf("no %s image on the cluster's nodes (tried %s; ./scripts/kube-up.sh moves the images `chaoslab images build` made into the test cluster; or name one with --image %s=REF or %s)",
-				n.Name, strings.Join(n.Defaults, ", "), n.Name, env)
-		}
+	onNodes := func(ref string) (bool, error) { return present(ref), nil }
+	ref, why, env, _ := imagepick.Choose(n, p.opts.Images, onNodes, "on every node")
+	if ref == "" {
+		return "", fmt.Errorf("no %s image on the cluster's nodes (tried %s; ./scripts/kube-up.sh moves the images `chaoslab images build` made into the test cluster; or name one with --image %s=REF or %s)",
+			n.Name, strings.Join(n.Defaults, ", "), n.Name, env)
 	}
 	if !present(ref) {
 		return "", fmt.Errorf("prepare kubernetes placement: image %s is not on every node of the cluster (pods do not pull)", ref)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, seen := p.images[n.Name]; !seen {
-		p.why = append(p.why, fmt.Sprintf("%s %s (%s)", n.Name, ref, why))
-	}
-	p.images[n.Name] = ref
+	p.images.Keep(n.Name, ref, why)
 	return ref, nil
 }
 
 // Image is the image resolved for a name by Prepare ("" when none was).
-func (p *Placement) Image(name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.images[name]
-}
+func (p *Placement) Image(name string) string { return p.images.Image(name) }
 
-func (p *Placement) Why() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.why) == 0 {
-		return ""
-	}
-	return "images: " + strings.Join(p.why, ", ")
-}
+func (p *Placement) Why() string { return p.images.Why() }
 
 func (p *Placement) Versions() map[string]string {
+	out := p.images.Versions()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]string{}
-	for k, v := range p.images {
-		out["image "+k] = v
-	}
 	if p.server != "" {
 		out["kubernetes"] = p.server
 	}
