@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/chaoslab/chaoslab/harness/infra/owner"
 )
 
 // Swept lists what Sweep removed (container and network names, volume
@@ -167,39 +167,7 @@ func Leftovers(ctx context.Context, runID string) ([]string, error) {
 }
 
 // Owner is this process's owner label value: "<pid>-<start time>".
-func Owner() string { return ownerOf(os.Getpid()) }
-
-func ownerOf(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	// Field 22 of stat (starttime) is the 20th after the command.
-	if len(f) < 20 {
-		return ""
-	}
-	return strconv.Itoa(pid) + "-" + f[19]
-}
-
-// ownerAlive reports whether the process named by an owner label still runs
-// (same pid and same start time, so a reused pid does not count).
-func ownerAlive(owner string) bool {
-	pidStr, _, ok := strings.Cut(owner, "-")
-	if !ok {
-		return false
-	}
-	pid, err := strconv.Atoi(pidStr)
-	if err != nil {
-		return false
-	}
-	return ownerOf(pid) == owner
-}
+func Owner() string { return owner.Label() }
 
 // SweepStale removes what earlier runs left behind: every run whose owner
 // process is gone (or unknown). Runs of live processes, such as another
@@ -217,7 +185,7 @@ func SweepStale(ctx context.Context) (Swept, error) {
 		if run == "" {
 			return
 		}
-		if o := labels[LabelOwner]; o == "" || !ownerAlive(o) {
+		if o := labels[LabelOwner]; o == "" || !owner.Alive(o) {
 			if _, seen := stale[run]; !seen {
 				stale[run] = true
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/infra/owner"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
@@ -80,7 +81,7 @@ func TestIntegration_KubernetesZooKeeper(t *testing.T) {
 	}
 	require.NoError(t, k.getJSON(ctx, &nsObj, "namespace", ns))
 	require.Equal(t, runID, nsObj.Metadata.Labels[LabelRun])
-	require.Equal(t, owner(), nsObj.Metadata.Labels[LabelOwner])
+	require.Equal(t, owner.Label(), nsObj.Metadata.Labels[LabelOwner])
 
 	env := &lab.Env{RunID: runID, Dir: dir, LogDir: filepath.Join(dir, "logs"), T0: time.Now(), Site: site, Log: log}
 	require.NoError(t, os.MkdirAll(env.LogDir, 0o755))

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/chaoslab/chaoslab/harness/infra/imagepick"
+	"github.com/chaoslab/chaoslab/harness/infra/owner"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -191,7 +192,7 @@ func (p *Placement) Open(ctx context.Context, runID, dir string, log *slog.Logge
 		"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{
 			"name":        ns,
-			"labels":      map[string]string{LabelManaged: "true", LabelRun: labelValue(runID), LabelOwner: owner()},
+			"labels":      map[string]string{LabelManaged: "true", LabelRun: labelValue(runID), LabelOwner: owner.Label()},
 			"annotations": map[string]string{AnnotationHost: host, AnnotationRun: runID},
 		},
 	}

@@ -8,41 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/chaoslab/chaoslab/harness/infra/owner"
 )
-
-// owner is this process as an owner label: "<pid>-<start time in clock
-// ticks since boot>", so that a reused pid is not taken for it.
-func owner() string { return ownerOf(os.Getpid()) }
-
-func ownerOf(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	// Field 22 of stat (starttime) is the 20th after the command.
-	if len(f) < 20 {
-		return ""
-	}
-	return strconv.Itoa(pid) + "-" + f[19]
-}
-
-// ownerAlive says whether the process an owner label names still runs.
-func ownerAlive(o string) bool {
-	pid, _, ok := strings.Cut(o, "-")
-	if !ok {
-		return false
-	}
-	n, err := strconv.Atoi(pid)
-	return err == nil && ownerOf(n) == o
-}
 
 // sweepStale deletes the namespaces chaoslab made on this machine for
 // runs whose owner process is gone, and returns their names. Namespaces
@@ -65,7 +34,7 @@ func sweepStale(ctx context.Context, k kubectl) ([]string, error) {
 	var errs []error
 	for _, ns := range list.Items {
 		m := ns.Metadata
-		if ns.Status.Phase == "Terminating" || m.Annotations[AnnotationHost] != host || ownerAlive(m.Labels[LabelOwner]) {
+		if ns.Status.Phase == "Terminating" || m.Annotations[AnnotationHost] != host || owner.Alive(m.Labels[LabelOwner]) {
 			continue
 		}
 		if _, err := k.run(ctx, nil, "delete", "namespace", m.Name, "--wait=false"); err != nil && !isNotFound(err) {
