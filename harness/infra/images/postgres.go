@@ -21,23 +21,13 @@ const pgBinDir = "/usr/lib/postgresql/" + PostgresMajor + "/bin"
 // pgMmdebstrapArgs are mmdebstrap's options except the mirrors, the
 // staging directory and the output.
 func pgMmdebstrapArgs() []string {
-	return []string{
-		"--variant=apt",
-		"--include=" + strings.Join(pgPackages, ","),
-		`--aptopt=APT::Install-Recommends "false"`,
-		"--dpkgopt=path-exclude=/usr/share/man/*",
-		"--dpkgopt=path-exclude=/usr/share/doc/*",
-		"--dpkgopt=path-include=/usr/share/doc/*/copyright",
-		"--dpkgopt=path-exclude=/usr/share/locale/*",
-		"--dpkgopt=path-exclude=/usr/share/info/*",
-		`--setup-hook=mkdir -p "$1"/usr/share/man/man1 "$1"/usr/share/man/man7`,
-	}
+	return debianArgs(pgPackages, `--setup-hook=mkdir -p "$1"/usr/share/man/man1 "$1"/usr/share/man/man7`)
 }
 
 // pgCleanupHook removes the cluster Debian's postinst creates (the image
 // initialises $PGDATA at first start, as the official one does) and, as
 // for ZooKeeper, every trace of the mirrors.
-const pgCleanupHook = `--customize-hook=rm -rf "$1"/var/lib/postgresql/` + PostgresMajor + `/main "$1"/etc/postgresql/` + PostgresMajor + `/main "$1"/etc/apt/sources.list.d/* "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* && : >"$1"/etc/apt/sources.list`
+const pgCleanupHook = `--customize-hook=rm -rf "$1"/var/lib/postgresql/` + PostgresMajor + `/main "$1"/etc/postgresql/` + PostgresMajor + `/main ` + scrubMirrors
 
 func pgSpec() *spec {
 	return &spec{

@@ -26,21 +26,12 @@ const PythonExamplesDir = "/examples"
 // pyMmdebstrapArgs are mmdebstrap's options except the mirrors, the
 // staging directory and the output.
 func pyMmdebstrapArgs() []string {
-	return []string{
-		"--variant=apt",
-		"--include=" + strings.Join(pyPackages, ","),
-		`--aptopt=APT::Install-Recommends "false"`,
-		"--dpkgopt=path-exclude=/usr/share/man/*",
-		"--dpkgopt=path-exclude=/usr/share/doc/*",
-		"--dpkgopt=path-include=/usr/share/doc/*/copyright",
-		"--dpkgopt=path-exclude=/usr/share/locale/*",
-		"--dpkgopt=path-exclude=/usr/share/info/*",
-	}
+	return debianArgs(pyPackages)
 }
 
 // pyCleanupHook leaves no trace of the mirrors, as for the other Debian
 // images.
-const pyCleanupHook = `--customize-hook=rm -rf "$1"/etc/apt/sources.list.d/* "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* && : >"$1"/etc/apt/sources.list`
+const pyCleanupHook = `--customize-hook=rm -rf ` + scrubMirrors
 
 func pySpec() *spec {
 	return &spec{

@@ -29,25 +29,14 @@ var zkPackages = []string{"openjdk-17-jre-headless", "libzookeeper-java", "libsl
 // zkMmdebstrapArgs are mmdebstrap's options except the mirrors, the
 // staging directory and the output.
 func zkMmdebstrapArgs() []string {
-	return []string{
-		"--variant=apt",
-		"--include=" + strings.Join(zkPackages, ","),
-		`--aptopt=APT::Install-Recommends "false"`,
-		// No manuals, documentation (but the copyright files) or
-		// translations. openjdk's postinst needs the man1 directory to put
-		// its alternatives' manual links in.
-		"--dpkgopt=path-exclude=/usr/share/man/*",
-		"--dpkgopt=path-exclude=/usr/share/doc/*",
-		"--dpkgopt=path-include=/usr/share/doc/*/copyright",
-		"--dpkgopt=path-exclude=/usr/share/locale/*",
-		"--dpkgopt=path-exclude=/usr/share/info/*",
-		`--setup-hook=mkdir -p "$1"/usr/share/man/man1`,
-	}
+	// openjdk's postinst needs the man1 directory to put its
+	// alternatives' manual links in.
+	return debianArgs(zkPackages, `--setup-hook=mkdir -p "$1"/usr/share/man/man1`)
 }
 
 // zkCleanupHook leaves no mirror in the image: empty sources, no package
 // lists and no package cache (apt-get update needs sources added first).
-const zkCleanupHook = `--customize-hook=rm -rf "$1"/etc/apt/sources.list.d/* "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* && : >"$1"/etc/apt/sources.list`
+const zkCleanupHook = `--customize-hook=rm -rf ` + scrubMirrors
 
 func zkSpec() *spec {
 	return &spec{
