@@ -61,6 +61,20 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
+// requireCaught: a program run with its expectation (held) was caught,
+// labtest.Run failing the test once with the hypothesis that broke.
+func requireCaught(t *testing.T, rec *recorder, r *reports.Report, hypothesis string) *reports.VariantResult {
+	t.Helper()
+	require.NotNil(t, r)
+	t.Log(reports.Summary(r))
+	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
+	require.Contains(t, rec.errs[0], hypothesis)
+	require.Equal(t, verdict.Violated, r.Verdict)
+	v := r.Variants[0]
+	require.Equal(t, verdict.Held, v.Expect)
+	return v
+}
+
 // TestIntegration_TreeCacheIsCaught: kazoo's TreeCache, printing nothing
 // (judged from the outside alone: its process and what the servers see of
 // it), fails a CI that runs it under the incident's timeline, and the
@@ -71,13 +85,7 @@ func TestIntegration_TreeCacheIsCaught(t *testing.T) {
 	rec := &recorder{T: t}
 	r := labtest.Run(rec, scenario, labtest.Client(py, "zk-treecache-python/treecache.py"),
 		labtest.ClientEnv("CHAOSLAB_EXAMPLE_QUIET", "1"), labtest.Seed(1), labtest.Size("ci"))
-	require.NotNil(t, r)
-	t.Log(reports.Summary(r))
-	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
-	require.Contains(t, rec.errs[0], "did not meet its expectation")
-	require.Equal(t, verdict.Violated, r.Verdict)
-	v := r.Variants[0]
-	require.Equal(t, verdict.Held, v.Expect)
+	v := requireCaught(t, rec, r, "did not meet its expectation")
 	// The deciding figure, from the outside: at least 2x past its
 	// threshold (0.35); the servers' queues filled (the evidence row's
 	// 150, 2x).

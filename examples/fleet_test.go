@@ -29,13 +29,7 @@ func TestIntegration_ThreadPerPeerServerIsCaught(t *testing.T) {
 	rec := &recorder{T: t}
 	r := labtest.Run(rec, fleetScenario, labtest.Client("/usr/bin/python3", "fleet-server-python/server.py"),
 		labtest.Seed(1), labtest.Size("ci"))
-	require.NotNil(t, r)
-	t.Log(reports.Summary(r))
-	require.Len(t, rec.errs, 1, "labtest.Run fails the test")
-	require.Equal(t, verdict.Violated, r.Verdict)
-	v := r.Variants[0]
-	require.Equal(t, verdict.Held, v.Expect)
-	require.Contains(t, rec.errs[0], "threads-below-limit")
+	v := requireCaught(t, rec, r, "threads-below-limit")
 	// The deciding figure: the most threads of any server against the
 	// limit (0.9), after 6 servers joined a fleet of 32 under 42 threads.
 	// A thread per peer makes it a count, not a chance: 3 threads of its
