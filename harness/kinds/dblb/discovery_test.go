@@ -129,7 +129,7 @@ func TestQuantile(t *testing.T) {
 func TestForwarderCountsLookups(t *testing.T) {
 	var code atomic.Int32
 	up := dnsStub(t, func() dnsmessage.RCode { return dnsmessage.RCode(code.Load()) }, []uint16{5433})
-	f, err := startForwarder(up, time.Second, nil)
+	f, err := startForwarder("127.0.0.1", up, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestForwarderCountsLookups(t *testing.T) {
 	if got := f.lookups(); got != [3]int64{2, 1, 0} {
 		t.Fatalf("answered, empty, failed = %v, want [2 1 0]", got)
 	}
-	dead, err := startForwarder("127.0.0.1:1", time.Second, nil) // the agent is dead
+	dead, err := startForwarder("127.0.0.1", "127.0.0.1:1", time.Second, nil) // the agent is dead
 	if err != nil {
 		t.Fatal(err)
 	}

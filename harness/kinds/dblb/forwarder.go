@@ -38,12 +38,12 @@ type forwarder struct {
 	answered, empty, failed atomic.Int64
 }
 
-// startForwarder listens on a free loopback port (TCP and UDP) and relays
+// startForwarder listens on a free port of host (TCP and UDP) and relays
 // to upstream.
-func startForwarder(upstream string, timeout time.Duration, log *slog.Logger) (*forwarder, error) {
+func startForwarder(host, upstream string, timeout time.Duration, log *slog.Logger) (*forwarder, error) {
 	var last error
 	for range 10 { // the UDP port of a free TCP port may be taken
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return nil, fmt.Errorf("start dns forwarder: %w", err)
 		}

@@ -26,9 +26,9 @@ type pgProxy struct {
 	conns    map[net.Conn]bool
 }
 
-// startPGProxy listens on a free loopback port and relays to upstream.
-func startPGProxy(upstream string, count func(at time.Time, write bool)) (*pgProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startPGProxy listens on a free port of host and relays to upstream.
+func startPGProxy(host, upstream string, count func(at time.Time, write bool)) (*pgProxy, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return nil, fmt.Errorf("start primary proxy: %w", err)
 	}

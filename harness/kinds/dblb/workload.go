@@ -134,12 +134,21 @@ func (w *workload) Start(ctx context.Context) error {
 	if len(dns) == 0 {
 		return errors.New("start pods: the consul topology has no client agents (a pod asks its own)")
 	}
+	// The lab's own pods run in this process; a user's run where the
+	// placement runs them, and reach their forwarders and proxies where
+	// the run's network reaches this process (loopback on local).
+	host := "127.0.0.1"
+	if w.s.Program != nil {
+		if host, err = lab.ControllerHost(ctx, w.env.Site); err != nil {
+			return fmt.Errorf("start pods: %w", err)
+		}
+	}
 	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	rng := w.env.Rand(206)
 	asked := make([]string, len(dns))
 	for i, addr := range dns {
 		if w.s.Resolver == ResolverForwarder {
-			f, err := startForwarder(addr, w.s.LookupTimeout.D()/2, w.env.Log)
+			f, err := startForwarder(host, addr, w.s.LookupTimeout.D()/2, w.env.Log)
 			if err != nil {
 				return fmt.Errorf("start pods: %w", err)
 			}
@@ -159,7 +168,7 @@ func (w *workload) Start(ctx context.Context) error {
 		}
 	}
 	if w.s.Program != nil {
-		if err := w.startPrograms(ctx, asked); err != nil {
+		if err := w.startPrograms(ctx, host, asked); err != nil {
 			return fmt.Errorf("start pods: %w", err)
 		}
 	}
