@@ -534,7 +534,7 @@ func TestShowContract(t *testing.T) {
 	require.NotEmpty(t, c.Measured)
 	out, _, code = chaoslab(t, "show", "IL-0206", "--contract")
 	require.Equal(t, 0, code, out)
-	for _, want := range []string{"CHAOSLAB_DNS_SERVER", "CHAOSLAB_PG_USER", "statement log", "local placement only", "Not measured for your program", "app.read_p99_ms.during_faults"} {
+	for _, want := range []string{"CHAOSLAB_DNS_SERVER", "CHAOSLAB_PG_USER", "statement log", "Not measured for your program", "app.read_p99_ms.during_faults"} {
 		require.Contains(t, out, want)
 	}
 	out, _, code = chaoslab(t, "show", "AWS-EBS-2011", "--contract")

@@ -21,7 +21,7 @@ func (s *Settings) Contract() lab.Contract {
 	return lab.Contract{
 		Role: "an app pod: one process per Consul client agent (its own agent, as in a GKE pod), reading from the replicas it finds by DNS and writing to the primary",
 		Env: []lab.EnvVar{
-			{Name: "CHAOSLAB_DNS_SERVER", What: "host:port of the pod's DNS (TCP and UDP): its own agent, behind a forwarder that answers SERVFAIL when the agent does not"},
+			{Name: "CHAOSLAB_DNS_SERVER", What: "host:port of the pod's DNS (TCP and UDP): its own agent, behind a forwarder that answers SERVFAIL when the agent does not (on containers, where the run's network reaches the lab)"},
 			{Name: "CHAOSLAB_REPLICA_NAME", What: "the name to look up as SRV records: " + strings.TrimSuffix(replicaName, ".") + " (target host and port of each replica)"},
 			{Name: "CHAOSLAB_PG_PRIMARY", What: "host:port of the PostgreSQL primary (a proxy of the lab's, the pod's own, that counts the statements it sends there)"},
 			{Name: "CHAOSLAB_PG_USER", What: "the pod's PostgreSQL role (pod1, pod2...; no password); CHAOSLAB_PG_DATABASE the database (postgres)"},
@@ -44,7 +44,6 @@ func (s *Settings) Contract() lab.Contract {
 			"its DNS lookups at its pod's forwarder: answered with replicas, answered with none (empty, NXDOMAIN, the agent's SERVFAIL), not answered by the agent",
 			"the primary's connections and CPU, the agents' memory and OOM kills, the pod's exits",
 		},
-		LocalOnly:   true,
 		NotMeasured: []string{MetricReadP99, "app.read_p50_ms.during_faults", "app.read_p99_ms.before_faults", MetricErrorRate, "app.processes_without_replicas.max"},
 		Examples:    []string{"examples/dblb-app-go (violated: a lookup that finds no replica empties the list)", "examples/dblb-app-go -keep (held: the list is kept)"},
 	}

@@ -190,7 +190,11 @@ const ImagePostgres = pgcluster.ImageName
 
 // Images: PostgreSQL's on the docker placement.
 func (s *Settings) Images() []lab.ImageNeed {
-	return []lab.ImageNeed{{Name: ImagePostgres, Defaults: pgcluster.ImageCandidates()}}
+	need := []lab.ImageNeed{{Name: ImagePostgres, Defaults: pgcluster.ImageCandidates()}}
+	if s.Program != nil && s.Program.Image != "" {
+		need = append(need, lab.ImageNeed{Name: "user-pod", Ref: s.Program.Image, Defaults: []string{s.Program.Image}})
+	}
+	return need
 }
 
 // Series names.

@@ -19,14 +19,12 @@ import (
 // replica's own statement log under their role, their lookups at their
 // pod's forwarder.
 
-// Preflight: a user's app pod runs on the local placement only. Its
-// forwarder and primary proxy can listen where the run's network reaches
-// the lab, but on containers a pod that keeps its list (dblb-app-go
-// -keep) still had 63% of its reads miss the replicas during the OOM
-// kills (seed 1), where as a process it had none: not understood yet.
+// Preflight: a user's app pod that is a command of this host runs only
+// where host commands do; on containers it runs from its image, told
+// where the run's network reaches its forwarder and its proxy.
 func (kind) Preflight(p lab.Placement, s lab.Settings) error {
-	if st := s.(*Settings); st.Program != nil && st.Contract().LocalOnly && !lab.RunsHostCommands(p) {
-		return fmt.Errorf("IL-0206's app pods with your program run on the local placement only: on containers the lab does not yet judge them right (--placement local)")
+	if st := s.(*Settings); st.Program != nil && st.Program.Image == "" && !lab.RunsHostCommands(p) {
+		return fmt.Errorf("your app pod is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
 	}
 	return nil
 }
