@@ -101,19 +101,23 @@ func optionalUnmeasured(s *Scenario, root *yaml.Node) error {
 }
 
 // judgedOnly leaves out the hypotheses and comparisons on metrics that do
-// not judge a user's program (Contract.Judged): they are about the lab's
-// side of the scenario (the storage nodes' volumes), which no program of
-// the user's changes.
+// not judge a user's program (Contract.Judged, Contract.NotJudged): they
+// are about the lab's side of the scenario (the volumes the storage nodes
+// leave stuck, a replacement's quorum), which no program of the user's
+// changes.
 func judgedOnly(s *Scenario, root *yaml.Node) error {
 	st, err := s.WorkloadFor(s.VariantNames()[0])
 	if err != nil {
 		return err
 	}
 	host, ok := st.(lab.ClientHost)
-	if !ok || len(host.Contract().Judged) == 0 {
+	if !ok {
 		return nil
 	}
-	judged := host.Contract().Judged
+	c := host.Contract()
+	if len(c.Judged) == 0 && len(c.NotJudged) == 0 {
+		return nil
+	}
 	kept := 0
 	for _, key := range []string{"hypotheses", "comparisons"} {
 		j := keyIndex(root, key)
@@ -123,16 +127,30 @@ func judgedOnly(s *Scenario, root *yaml.Node) error {
 		seq := root.Content[j+1]
 		seq.Content = slices.DeleteFunc(seq.Content, func(h *yaml.Node) bool {
 			k := keyIndex(h, "metric")
-			return k < 0 || !slices.Contains(judged, h.Content[k+1].Value)
+			return k < 0 || !judges(c, h.Content[k+1].Value)
 		})
 		if key == "hypotheses" {
 			kept = len(seq.Content)
 		}
 	}
 	if kept == 0 {
-		return fmt.Errorf("add client to %s: none of its hypotheses is on a metric that judges a client's program (%s)", s.ID, strings.Join(judged, ", "))
+		return fmt.Errorf("add client to %s: none of its hypotheses is on what a client's program changes (chaoslab show %s --contract says what judges one)", s.ID, s.ID)
 	}
 	return nil
+}
+
+// judges says whether metric (a name, or a reducer over a series) may
+// judge a user's program under contract c.
+func judges(c lab.Contract, metric string) bool {
+	if len(c.Judged) > 0 && !slices.Contains(c.Judged, metric) {
+		return false
+	}
+	for _, p := range c.NotJudged {
+		if strings.HasPrefix(metric, p) || strings.Contains(metric, "("+p) {
+			return false
+		}
+	}
+	return true
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)

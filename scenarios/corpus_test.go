@@ -221,3 +221,29 @@ func TestClientJudgedOnlyByItsContract(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, s2.Hypotheses, back.Hypotheses, "the report's copy re-checks the same way")
 }
+
+// IL-0277's hypotheses are all on the operator's procedure (the quorum
+// and the elections a replacement cost), which no client changes: a
+// client's run is refused with the reason, not judged violated whatever
+// the client does. IL-0587's are all on its clients.
+func TestClientNotJudgedByTheProcedure(t *testing.T) {
+	withSeeds(t)
+	src, err := os.ReadFile("il-0277-zk-rolling-replacement-quorum-loss.yaml")
+	require.NoError(t, err)
+	s, err := scenarios.Parse("scenarios/il-0277-zk-rolling-replacement-quorum-loss.yaml", src)
+	require.NoError(t, err)
+	_, _, _, err = scenarios.WithClient(s, src, lab.ClientProgram{Command: []string{"./client"}})
+	require.ErrorContains(t, err, "none of its hypotheses is on what a client's program changes")
+	s, err = scenarios.Parse("scenarios/il-0587-zk-treecache-reconnect-storm.yaml", mustRead(t, "il-0587-zk-treecache-reconnect-storm.yaml"))
+	require.NoError(t, err)
+	s3, _, _, err := scenarios.WithClient(s, mustRead(t, "il-0587-zk-treecache-reconnect-storm.yaml"), lab.ClientProgram{Command: []string{"./client"}})
+	require.NoError(t, err)
+	require.Len(t, s3.Hypotheses, len(s.Hypotheses), "IL-0587's hypotheses are all about its clients")
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return b
+}

@@ -413,6 +413,7 @@ func showContract(out io.Writer, s *scenarios.Scenario, j bool) error {
 	}{{"It must", c.Must}, {"The lab measures, from the outside", c.Measured},
 		{"Not measured for your program (only the lab's own client times them; hypotheses on them are judged where measured)", c.NotMeasured},
 		{"Judged only by (a run with your program leaves out the scenario's hypotheses on anything else)", c.Judged},
+		{"Never judged by (a run with your program leaves out the scenario's hypotheses on these: they are the lab's side)", c.NotJudged},
 		{"Examples", c.Examples}} {
 		if len(part.items) == 0 {
 			continue

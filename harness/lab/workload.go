@@ -160,6 +160,11 @@ type Contract struct {
 	// on other metrics (they are about the lab's side of the scenario,
 	// which no program of the user's changes).
 	Judged []string `json:"judged,omitempty"`
+	// NotJudged are prefixes of metrics (cluster.) that never judge a
+	// user's program, whatever scenario the kind runs: a run with one
+	// leaves out the hypotheses on them (a rolling replacement's quorum is
+	// the operator's, not the client's).
+	NotJudged []string `json:"not_judged,omitempty"`
 	// LocalOnly: the program runs on the local placement only (what it is
 	// told are this machine's loopback addresses).
 	LocalOnly bool `json:"local_only,omitempty"`
