@@ -40,11 +40,15 @@ func WithClient(s *Scenario, src []byte, p lab.ClientProgram) (*Scenario, string
 	if err := setIn(root, []string{"expect", name}, "held"); err != nil {
 		return nil, "", nil, err
 	}
-	if err := optionalUnmeasured(s, root); err != nil {
+	if c, ok, err := contractOf(s); err != nil {
 		return nil, "", nil, err
-	}
-	if err := judgedOnly(s, root); err != nil {
-		return nil, "", nil, err
+	} else if ok {
+		if err := optionalUnmeasured(root, c); err != nil {
+			return nil, "", nil, err
+		}
+		if err := judgedOnly(s.ID, root, c); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -73,19 +77,25 @@ func clientWorkload(s *Scenario, p lab.ClientProgram) map[string]any {
 	return map[string]any{"name": p.Name, "command": p.Command, "image": p.Image, "env": p.Env}
 }
 
-// optionalUnmeasured marks optional the hypotheses on metrics that the
-// kind cannot measure from outside a user's program (Contract.NotMeasured):
-// they are judged only where they are measured (the kind's own variants).
-func optionalUnmeasured(s *Scenario, root *yaml.Node) error {
+// contractOf is the contract of the scenario's workload, when it hosts a
+// user's program.
+func contractOf(s *Scenario) (lab.Contract, bool, error) {
 	st, err := s.WorkloadFor(s.VariantNames()[0])
 	if err != nil {
-		return err
+		return lab.Contract{}, false, err
 	}
 	host, ok := st.(lab.ClientHost)
 	if !ok {
-		return nil
+		return lab.Contract{}, false, nil
 	}
-	not := host.Contract().NotMeasured
+	return host.Contract(), true, nil
+}
+
+// optionalUnmeasured marks optional the hypotheses on metrics that the
+// kind cannot measure from outside a user's program (Contract.NotMeasured):
+// they are judged only where they are measured (the kind's own variants).
+func optionalUnmeasured(root *yaml.Node, c lab.Contract) error {
+	not := c.NotMeasured
 	j := keyIndex(root, "hypotheses")
 	if len(not) == 0 || j < 0 || root.Content[j+1].Kind != yaml.SequenceNode {
 		return nil
@@ -105,16 +115,7 @@ func optionalUnmeasured(s *Scenario, root *yaml.Node) error {
 // are about the lab's side of the scenario (the volumes the storage nodes
 // leave stuck, a replacement's quorum), which no program of the user's
 // changes.
-func judgedOnly(s *Scenario, root *yaml.Node) error {
-	st, err := s.WorkloadFor(s.VariantNames()[0])
-	if err != nil {
-		return err
-	}
-	host, ok := st.(lab.ClientHost)
-	if !ok {
-		return nil
-	}
-	c := host.Contract()
+func judgedOnly(id string, root *yaml.Node, c lab.Contract) error {
 	if len(c.Judged) == 0 && len(c.NotJudged) == 0 {
 		return nil
 	}
@@ -134,7 +135,7 @@ func judgedOnly(s *Scenario, root *yaml.Node) error {
 		}
 	}
 	if kept == 0 {
-		return fmt.Errorf("add client to %s: none of its hypotheses is on what a client's program changes (chaoslab show %s --contract says what judges one)", s.ID, s.ID)
+		return fmt.Errorf("add client to %s: none of its hypotheses is on what a client's program changes (chaoslab show %s --contract says what judges one)", id, id)
 	}
 	return nil
 }

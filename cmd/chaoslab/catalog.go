@@ -395,11 +395,7 @@ func showContract(out io.Writer, s *scenarios.Scenario, j bool) error {
 	if j {
 		return writeJSON(out, c)
 	}
-	where := "(on docker also --client-image IMAGE)"
-	if c.LocalOnly {
-		where = "(on the local placement only)"
-	}
-	fmt.Fprintf(out, "# %s: your program as %s\n\nrun it: chaoslab run %s --client 'COMMAND' %s\n\nIt is told (environment):\n", s.ID, c.Role, s.ID, where)
+	fmt.Fprintf(out, "# %s: your program as %s\n\nrun it: chaoslab run %s --client 'COMMAND' (on docker also --client-image IMAGE)\n\nIt is told (environment):\n", s.ID, c.Role, s.ID)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, e := range c.Env {
 		fmt.Fprintf(tw, "  %s\t%s\n", e.Name, e.What)

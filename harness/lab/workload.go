@@ -165,9 +165,6 @@ type Contract struct {
 	// leaves out the hypotheses on them (a rolling replacement's quorum is
 	// the operator's, not the client's).
 	NotJudged []string `json:"not_judged,omitempty"`
-	// LocalOnly: the program runs on the local placement only (what it is
-	// told are this machine's loopback addresses).
-	LocalOnly bool `json:"local_only,omitempty"`
 	// Examples are programs that keep the contract, from the repository's root.
 	Examples []string `json:"examples,omitempty"`
 }
