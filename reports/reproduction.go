@@ -79,7 +79,7 @@ func (f KeptFigure) atBest() bool {
 // Factor is how far the figure lay from its threshold (>= 1; 0 when no
 // factor means anything: missing, never, zero).
 func (f KeptFigure) Factor() float64 {
-	c := verdict.Check{Threshold: f.Threshold, Observed: f.Observed, Missing: f.Missing}
+	c := verdict.Check{Threshold: f.Threshold, Observed: f.Observed, Missing: f.Missing, Best: f.Best}
 	x, ok := c.Margin()
 	if !ok {
 		return 0

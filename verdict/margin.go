@@ -13,13 +13,20 @@ const NearFactor = 1.5
 // Margin is how far the observed figure lies from the threshold, as a
 // factor of at least 1 (observed/threshold or threshold/observed); ok is
 // false where no factor means anything: a missing figure, an infinite one
-// ("never"), a threshold of 0, a figure of 0 or of the other sign.
+// ("never"), a threshold of 0, a figure of 0 or of the other sign. Where
+// the metric has a best value (a share's 1 or 0), both are counted from
+// it: 0.676 against at least 0.95 is 0.324 short of 1 where 0.05 is
+// allowed, 6.5x; 0.99 is 5x inside. A figure at its best has no factor.
 func (c Check) Margin() (factor float64, ok bool) {
-	obs := float64(c.Observed)
-	if c.Missing || !finite(obs) || c.Threshold == 0 || obs == 0 || (obs > 0) != (c.Threshold > 0) {
+	obs, thr := float64(c.Observed), c.Threshold
+	if c.Best != nil {
+		b := float64(*c.Best)
+		obs, thr = math.Abs(b-obs), math.Abs(b-thr)
+	}
+	if c.Missing || !finite(obs) || thr == 0 || obs == 0 || (obs > 0) != (thr > 0) {
 		return 0, false
 	}
-	f := obs / c.Threshold
+	f := obs / thr
 	if f < 1 {
 		f = 1 / f
 	}
@@ -39,7 +46,9 @@ func (c Check) Near() bool {
 
 // MarginText says where the figure lies against the threshold in words:
 // "1.9x over the threshold", "6.5x under the threshold", "on the
-// threshold"; "" when Margin has no factor.
+// threshold"; for a metric with a best value, counted from it: "6.5x
+// past the threshold, counted from 1", "5x inside the threshold, counted
+// from 1"; "" when Margin has no factor.
 func (c Check) MarginText() string {
 	f, ok := c.Margin()
 	if !ok {
@@ -49,6 +58,10 @@ func (c Check) MarginText() string {
 	switch {
 	case obs == math.Abs(c.Threshold):
 		return "on the threshold"
+	case c.Best != nil && c.Held:
+		return fmt.Sprintf("%sx inside the threshold, counted from %s", FormatFactor(f), FormatValue(float64(*c.Best)))
+	case c.Best != nil:
+		return fmt.Sprintf("%sx past the threshold, counted from %s", FormatFactor(f), FormatValue(float64(*c.Best)))
 	case obs > math.Abs(c.Threshold):
 		return fmt.Sprintf("%sx over the threshold", FormatFactor(f))
 	}

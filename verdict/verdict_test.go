@@ -586,7 +586,14 @@ func TestNearMissAtBest(t *testing.T) {
 	require.True(t, checks[0].Held)
 	require.False(t, checks[0].Near(), "100%% against at least 95%%")
 	checks, _, _ = Hypotheses(h, map[string]float64{"m": 0.99})
-	require.True(t, checks[0].Near(), "99%% against at least 95%%")
+	require.False(t, checks[0].Near(), "99%% against at least 95%%: 1%% short of 100%% where 5%% is allowed")
+	require.Equal(t, "5x inside the threshold, counted from 1", checks[0].MarginText())
+	checks, _, _ = Hypotheses(h, map[string]float64{"m": 0.96})
+	require.True(t, checks[0].Near(), "96%% against at least 95%%: 4%% short where 5%% is allowed")
+	checks, _, _ = Hypotheses(h, map[string]float64{"m": 0.676})
+	require.False(t, checks[0].Held)
+	require.False(t, checks[0].Near(), "67.6%% against at least 95%%: 32.4%% short where 5%% is allowed")
+	require.Equal(t, "6.5x past the threshold, counted from 1", checks[0].MarginText())
 }
 
 // A row that says the incident's effect must exceed the mitigated run's
