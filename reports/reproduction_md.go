@@ -136,7 +136,7 @@ func spread(xs []float64, format func(float64) string) string {
 func factorSpread(f FigureSpread) string {
 	s := spread(f.Factors, factorText)
 	if f.NoFactor > 0 {
-		s += fmt.Sprintf(" (%d without a factor: never, missing or 0)", f.NoFactor)
+		s += fmt.Sprintf(" (%d without a factor: never, missing, 0, or at the best value)", f.NoFactor)
 	}
 	return s
 }
