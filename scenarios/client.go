@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -135,9 +136,36 @@ func judgedOnly(id string, root *yaml.Node, c lab.Contract) error {
 		}
 	}
 	if kept == 0 {
-		return fmt.Errorf("add client to %s: none of its hypotheses is on what a client's program changes (chaoslab show %s --contract says what judges one)", id, id)
+		return fmt.Errorf("add client to %s: %w (chaoslab show %s --contract says what judges one)", id, ErrNothingJudged, id)
 	}
 	return nil
+}
+
+// ErrNothingJudged: none of a scenario's hypotheses is on what a user's
+// program changes, so it cannot judge one.
+var ErrNothingJudged = errors.New("none of its hypotheses is on what a client's program changes")
+
+// ClientScenarios lists the scenario files (*.yaml) in dir of the given
+// case whose workload hosts a user's program and that keep a hypothesis
+// to judge it: where to go when a seed judges only the lab's side. A file
+// that does not load is skipped.
+func ClientScenarios(dir, caseID string) []string {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	var out []string
+	for _, path := range paths {
+		s, err := Load(path)
+		if err != nil || s.Case != caseID {
+			continue
+		}
+		c, ok, err := contractOf(s)
+		if err != nil || !ok {
+			continue
+		}
+		if slices.ContainsFunc(s.Hypotheses, func(h Hypothesis) bool { return judges(c, h.Metric) }) {
+			out = append(out, path)
+		}
+	}
+	return out
 }
 
 // judges says whether metric (a name, or a reducer over a series) may

@@ -294,6 +294,11 @@ func withClient(s *scenarios.Scenario, o *Options) (*scenarios.Scenario, []byte,
 		return nil, nil, fmt.Errorf("run scenario: read %s: %w", s.Source, err)
 	}
 	s2, name, src, err := scenarios.WithClient(s, text, *o.Client)
+	if errors.Is(err, scenarios.ErrNothingJudged) {
+		if alt := scenarios.ClientScenarios("examples", s.Case); len(alt) > 0 {
+			err = fmt.Errorf("%w; to judge a client under %s, run %s", err, s.Case, strings.Join(alt, " or "))
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
