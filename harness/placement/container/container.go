@@ -31,6 +31,9 @@ type Placement struct {
 	log  *slog.Logger
 
 	images imagepick.Record
+
+	shimOnce sync.Once
+	shim     string // holds users' programs (shimBinary)
 }
 
 // New is the container placement of a run.
