@@ -260,9 +260,9 @@ func (b *builder) removeOld(t goTarget, keep string) {
 	}
 }
 
-// staticCheck makes sure a binary has no ELF interpreter (dynamic loader):
-// a FROM scratch image has none.
-func staticCheck(path string) error {
+// CheckStatic makes sure a binary has no ELF interpreter (dynamic loader):
+// it then runs in any image of this architecture, FROM scratch too.
+func CheckStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -270,7 +270,7 @@ func staticCheck(path string) error {
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s: dynamically linked (built with cgo?); a FROM scratch image needs a static binary", path)
+			return fmt.Errorf("%s: dynamically linked (built with cgo?); it would not run in every image", path)
 		}
 	}
 	return nil

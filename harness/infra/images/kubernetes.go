@@ -81,7 +81,7 @@ func kubernetes(ctx context.Context, opts Options, build bool) (KubeFiles, error
 		}
 		p, _, err := b.buildGo(ctx, "kubernetes", t, inputs)
 		if err == nil {
-			err = staticCheck(p)
+			err = CheckStatic(p)
 		}
 		return p, err
 	}

@@ -58,7 +58,7 @@ func (b *builder) goImage(s *spec, inputs string, targets []goTarget) *plan {
 			if err != nil {
 				return err
 			}
-			if err := staticCheck(path); err != nil {
+			if err := CheckStatic(path); err != nil {
 				return err
 			}
 		}

@@ -2,7 +2,6 @@ package container
 
 import (
 	"context"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/chaoslab/chaoslab/harness/infra/docker"
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -120,24 +120,8 @@ func findShim(agentBinary string, agentArgs []string) (string, error) {
 	if strings.HasSuffix(bin, ".test") {
 		return "", fmt.Errorf("find chaoslab binary: %s is a test binary", bin)
 	}
-	if err := checkStatic(bin); err != nil {
-		return "", err
+	if err := images.CheckStatic(bin); err != nil {
+		return "", fmt.Errorf("check binary: %w", err)
 	}
 	return bin, nil
-}
-
-// checkStatic makes sure a binary has no ELF interpreter (built with
-// CGO_ENABLED=0): it then runs in any image of this architecture.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return fmt.Errorf("check binary %s: %w", path, err)
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("check binary %s: dynamically linked (built with cgo), it would not run in every image", path)
-		}
-	}
-	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 )
 
 // A held program runs what the engine would have run: the image's
@@ -54,7 +56,7 @@ func TestFindShim(t *testing.T) {
 	require.ErrorContains(t, err, "check binary")
 	_, err = findShim(filepath.Join(t.TempDir(), "missing"), nil)
 	require.Error(t, err)
-	if _, err := os.Stat("/bin/sh"); err == nil && checkStatic("/bin/sh") != nil {
+	if _, err := os.Stat("/bin/sh"); err == nil && images.CheckStatic("/bin/sh") != nil {
 		_, err = findShim("/bin/sh", nil)
 		require.ErrorContains(t, err, "dynamically linked")
 	}
