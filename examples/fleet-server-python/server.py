@@ -24,6 +24,7 @@ import http.server
 import json
 import os
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -348,6 +349,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main():
+    # In a container the server is PID 1, which the kernel gives no default
+    # action for SIGTERM: without a handler the engine waits out its grace
+    # period before it kills (on a fleet-wide restart, 32 such stops took
+    # 24 s and the health check removed every server).
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     listener = socket.create_server((LISTEN, 0))
     server_cls = http.server.HTTPServer if POOLED else http.server.ThreadingHTTPServer
     httpd = server_cls((LISTEN, 0), Handler)
