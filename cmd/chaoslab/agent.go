@@ -60,7 +60,6 @@ func agentCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&config, "config", "{}", "the agent's settings, one JSON document")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (0 = until signalled)")
-	cmd.AddCommand(holdExecCmd())
 	return cmd
 }
 

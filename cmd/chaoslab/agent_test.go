@@ -49,23 +49,3 @@ func (s *syncBuffer) Bytes() []byte {
 	defer s.mu.Unlock()
 	return append([]byte(nil), s.b.Bytes()...)
 }
-
-// The shim's program is what follows one leading "--", flags and all.
-func TestHoldExecArgs(t *testing.T) {
-	for _, c := range []struct {
-		in, want []string
-	}{
-		{[]string{"--", "/app", "-keep"}, []string{"/app", "-keep"}},
-		{[]string{"python3", "-c", "print(1)"}, []string{"python3", "-c", "print(1)"}},
-		{[]string{"--", "sh", "--", "x"}, []string{"sh", "--", "x"}},
-		{[]string{"--", "--help"}, []string{"--help"}},
-	} {
-		got, err := holdExecArgs(c.in)
-		require.NoError(t, err, "%q", c.in)
-		require.Equal(t, c.want, got, "%q", c.in)
-	}
-	for _, in := range [][]string{nil, {"--"}, {"--", ""}} {
-		_, err := holdExecArgs(in)
-		require.Error(t, err, "%q", in)
-	}
-}

@@ -31,9 +31,6 @@ type Placement struct {
 	log  *slog.Logger
 
 	images imagepick.Record
-
-	shimOnce sync.Once
-	shim     string // holds users' programs (shimBinary)
 }
 
 // New is the container placement of a run.

@@ -11,11 +11,10 @@ import (
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
-// An agent's container is started ahead with its agent held (lab.HoldEnv),
-// a user's program's with a shim holding it (holdexec.go), until it is
-// released with SIGUSR1: the engine starts about three containers a
-// second here, and a signal to each of many held programs releases them
-// within a fraction of that.
+// An agent's container is started ahead with its agent held (lab.HoldEnv)
+// until it is released with SIGUSR1: the engine starts about three
+// containers a second here, and a signal to each of many held agents
+// releases them within a fraction of that.
 
 // holdTimeout bounds the wait for a held agent to say it waits.
 const holdTimeout = 30 * time.Second
@@ -57,7 +56,7 @@ func (pd *pending) held(ctx context.Context, held chan struct{}) (lab.Pending, e
 	case <-ctx.Done():
 	}
 	p.Stop(0)
-	return nil, fmt.Errorf("hold %s: it did not say it holds within %s", pd.name, holdTimeout)
+	return nil, fmt.Errorf("hold %s: its agent did not say it holds within %s", pd.name, holdTimeout)
 }
 
 // heldAgent is a container whose agent waits for its release.

@@ -34,28 +34,20 @@ func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
 	return pd.Start(ctx)
 }
 
-// Prepare readies a program to start with others at once: its container
-// is started with the program held until Start releases it (the engine
-// starts about three containers a second here), an agent by itself, a
-// user's program by a shim (holdUser); without a shim, a user's
-// program's container is only created.
+// Prepare readies a program to start with others at once: an agent's
+// container is started with the agent held until Start releases it (the
+// engine starts about three containers a second here); another program's
+// container is created.
 func (s *Site) Prepare(ctx context.Context, prog lab.Program) (lab.Pending, error) {
-	return s.prepare(ctx, prog, true)
+	return s.prepare(ctx, prog, prog.Agent != "")
 }
 
-// prepare creates a program's container, and starts it with the program
+// prepare creates a program's container, and starts it with its agent
 // held when hold is set.
 func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pending, error) {
 	img, cmd, err := s.image(prog)
 	if err != nil {
 		return nil, err
-	}
-	var held []testcontainers.ContainerCustomizer
-	if hold && prog.Agent == "" {
-		if held, err = s.holdUser(ctx, prog, img); err != nil {
-			return nil, err
-		}
-		hold = held != nil
 	}
 	name := s.runID + "-" + prog.Name
 	alias := prog.Alias
@@ -68,7 +60,7 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 		lines.log = io.Discard
 	}
 	env := envMap(prog, mem)
-	if hold && prog.Agent != "" {
+	if hold {
 		env[lab.HoldEnv] = "1"
 	}
 	opts := []testcontainers.ContainerCustomizer{
@@ -107,10 +99,9 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 	if prog.Limits.CPUCores > 0 {
 		opts = append(opts, docker.WithCPULimit(prog.Limits.CPUCores))
 	}
-	opts = append(opts, held...)
-	var heldLine chan struct{}
+	var held chan struct{}
 	if hold {
-		heldLine = lines.catchHeld()
+		held = lines.catchHeld()
 	}
 	// A create is not cut short: the engine goes on with a container
 	// whose caller gave up, and it can leave an endpoint on the run's
@@ -129,7 +120,7 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 	}
 	pd := &pending{s: s, c: c, name: name, mem: mem, prog: prog, lines: lines}
 	if hold {
-		return pd.held(ctx, heldLine)
+		return pd.held(ctx, held)
 	}
 	return pd, nil
 }
