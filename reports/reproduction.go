@@ -71,11 +71,6 @@ type KeptFigure struct {
 	Best *verdict.Float `json:"best,omitempty"`
 }
 
-// atBest says whether the figure held at the best value its metric can take.
-func (f KeptFigure) atBest() bool {
-	return f.Held && f.Best != nil && f.Observed == *f.Best
-}
-
 // Factor is how far the figure lay from its threshold (>= 1; 0 when no
 // factor means anything: missing, never, zero).
 func (f KeptFigure) Factor() float64 {
@@ -330,7 +325,7 @@ func spreads(runs []KeptRun) []FigureSpread {
 				continue
 			}
 			s.Factors = append(s.Factors, x)
-			if deciding && !f.atBest() && (s.SmallestDeciding == 0 || x < s.SmallestDeciding) {
+			if deciding && (s.SmallestDeciding == 0 || x < s.SmallestDeciding) {
 				s.SmallestDeciding = x
 			}
 		}
