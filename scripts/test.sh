@@ -10,7 +10,7 @@
 #                examples, the game day; one package at a time, since they
 #                measure timing on 2 cores (-run '^TestIntegration')
 # and ends with the 20 slowest tests. The tiers' go test output (JSON) is
-# kept in out/test/. Arguments go to both tiers' go test, e.g.
+# kept in out/test/, and the run folders of failed tests in out/test/failed/. Arguments go to both tiers' go test, e.g.
 #   ./scripts/test.sh ./scenarios/...
 # Full-size replays on both placements: scripts/verify.sh.
 set -euo pipefail
@@ -23,7 +23,10 @@ export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 out=out/test
 mkdir -p "$out"
-rm -f "$out"/*.json "$out"/images.log
+rm -rf "$out"/*.json "$out"/images.log "$out"/failed
+# A failed test's run folders (reports, logs, series) are kept here, to be
+# read and re-judged (chaoslab check) after the tiers.
+export CHAOSLAB_KEEP_FAILED=$PWD/$out/failed
 
 ./scripts/setup.sh --servers
 say "setup done"
@@ -48,13 +51,18 @@ if docker info >/dev/null 2>&1; then
 else
   echo "test: no Docker engine answers; the container tests will be skipped" >&2
 fi
-go vet ./...
+# go test vets every package it tests with all of go vet's checks
+# (-vet=all in the unit tier, which builds them anyway); only the packages
+# without a test file are vetted on their own. (A separate go vet ./...
+# type-checked and analysed everything a second time: about a minute.)
+mapfile -t untested < <(go list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' "${pkgs[@]}")
+[ ${#untested[@]} -eq 0 ] || go vet "${untested[@]}"
 # A module of a user's that imports labtest (examples/labtest-go) compiles.
 (cd examples/labtest-go && GOWORK=off go vet ./...)
 (cd examples/dblb-app-go && GOWORK=off go vet ./...)
 say "vet done"
 ./bin/gotestsum --format pkgname-and-test-fails --jsonfile "$out/unit.json" -- \
-  -p 2 -count=1 -skip '^TestIntegration' "${pkgs[@]}"
+  -p 2 -count=1 -vet=all -skip '^TestIntegration' "${pkgs[@]}"
 say "unit tier done"
 if [ -n "$images" ]; then
   if ! wait "$images"; then
@@ -71,5 +79,5 @@ if [ $# -eq 0 ]; then
   mapfile -t pkgs < <(grep -rl --include='*_test.go' '^func TestIntegration' . | xargs -n1 dirname | sort -u)
 fi
 ./bin/gotestsum --format pkgname-and-test-fails --jsonfile "$out/integration.json" -- \
-  -p 1 -count=1 -timeout 60m -run '^TestIntegration' "${pkgs[@]}"
+  -p 1 -count=1 -vet=off -timeout 60m -run '^TestIntegration' "${pkgs[@]}"
 say "integration tier done"

@@ -79,6 +79,15 @@ type T interface {
 	TempDir() string
 }
 
+// runDir is RunDir for a *testing.T (or B), the temporary folder for
+// any other T.
+func runDir(t T) string {
+	if tb, ok := t.(testing.TB); ok {
+		return RunDir(tb)
+	}
+	return t.TempDir()
+}
+
 // Run replays a scenario under the test: with Client, your client under
 // the incident's timeline. It fails the test when the run does not meet
 // the scenario's expectation (your client: it must hold), naming the
@@ -89,7 +98,7 @@ func Run(t T, scenario string, opts ...Option) *reports.Report {
 		t.Skipf("labtest: replaying %s takes minutes (skipped with -short)", scenario)
 		return nil
 	}
-	o := runner.Options{Placement: "local", OutDir: t.TempDir(), Logger: Logger(tAsTesting(t))}
+	o := runner.Options{Placement: "local", OutDir: runDir(t), Logger: Logger(tAsTesting(t))}
 	for _, opt := range opts {
 		opt(&o)
 	}

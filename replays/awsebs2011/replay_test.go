@@ -44,7 +44,7 @@ func replayAWSEBS2011(t *testing.T, placement, size string) {
 	}
 	ctx := context.Background()
 	s := replaytest.Builtin(t, "aws-ebs-2011-remirror-storm", size)
-	opts := runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: placement, Logger: labtest.Logger(t), Rerun: "test"}
+	opts := runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: placement, Logger: labtest.Logger(t), Rerun: "test"}
 	if placement == "docker" {
 		if err := docker.Available(ctx); err != nil {
 			t.Skipf("no Docker engine: %v", err)

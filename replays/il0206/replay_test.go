@@ -81,7 +81,7 @@ func TestIntegration_ReplayIL0206Full(t *testing.T) {
 // reproduce, leave nothing behind, and load back to the same verdict.
 func replayIL0206(t *testing.T, s *scenarios.Scenario) *reports.Report {
 	t.Helper()
-	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Logger: labtest.Logger(t), Rerun: "test"})
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: "local", Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)

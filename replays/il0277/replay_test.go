@@ -37,7 +37,7 @@ func TestIntegration_ReplayIL0277(t *testing.T) {
 	tier.Release(t, "TestIntegration_GenericFaultsLand (replace and pause on ZooKeeper), TestIntegration_RaiseInitLimitRestartsObserver and TestIntegration_ObserversOnDocker")
 	labtest.SkipUnlessZooKeeper(t)
 	s := replaytest.Builtin(t, il0277, "ci")
-	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local",
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: "local",
 		AgentBinary: replaytest.ChaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	assertIL0277(t, r, 2.5)
@@ -56,7 +56,7 @@ func TestIntegration_ReplayIL0277Docker(t *testing.T) {
 	}
 	s := replaytest.Builtin(t, il0277, "ci")
 	replaytest.SkipUnlessDockerImages(t, s)
-	r, err := runner.Run(ctx, s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "docker",
+	r, err := runner.Run(ctx, s, runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: "docker",
 		Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	require.Equal(t, "docker", r.Backend)

@@ -73,7 +73,7 @@ func TestIntegration_RemoveCapacityLowersThreads(t *testing.T) {
 			time.AfterFunc(8*time.Second, func() { require.NoError(t, ctl.Act(a)) })
 		}
 	}
-	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Variants: []string{"vulnerable"},
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: "local", Variants: []string{"vulnerable"},
 		AgentBinary: replaytest.ChaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test", Steer: ctl, OnEvent: onEvent})
 	require.NoError(t, err)
 	assertFleetCleanedUp(t, r)

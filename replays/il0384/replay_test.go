@@ -91,7 +91,7 @@ func TestIntegration_ReplayIL0384Full(t *testing.T) {
 // reproduce, and its report loads back to the same verdict.
 func replayIL0384(t *testing.T, s *scenarios.Scenario) *reports.Report {
 	t.Helper()
-	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: replaytest.ChaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test"})
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: "local", AgentBinary: replaytest.ChaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
 	require.Equal(t, verdict.Reproduced, r.Verdict, r.Reason)
@@ -141,7 +141,7 @@ func TestIntegration_AbortFleet(t *testing.T) {
 	bin := replaytest.ChaoslabBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(25*time.Second, cancel)
-	r, err := runner.Run(ctx, s, runner.Options{Variants: []string{"vulnerable"}, Seed: 1, OutDir: t.TempDir(), Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
+	r, err := runner.Run(ctx, s, runner.Options{Variants: []string{"vulnerable"}, Seed: 1, OutDir: labtest.RunDir(t), Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
 	require.Equal(t, verdict.Aborted, r.Variant("vulnerable").Verdict)

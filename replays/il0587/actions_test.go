@@ -46,7 +46,7 @@ func TestIntegration_SwitchStrategyWhileRunning(t *testing.T) {
 			require.NoError(t, ctl.Act(a))
 		}
 	}
-	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: t.TempDir(), Placement: "local", Variants: []string{"vulnerable"},
+	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: labtest.RunDir(t), Placement: "local", Variants: []string{"vulnerable"},
 		AgentBinary: replaytest.ChaoslabBinary(t), Logger: labtest.Logger(t), Rerun: "test", Steer: ctl, OnEvent: onEvent})
 	require.NoError(t, err)
 	replaytest.AssertCleanedUp(t, r)

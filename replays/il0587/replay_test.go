@@ -36,7 +36,7 @@ func TestIntegration_ReplayIL0587(t *testing.T) {
 	labtest.SkipUnlessZooKeeper(t)
 	s := replaytest.Builtin(t, "il-0587-zk-treecache-reconnect-storm", "ci")
 	bin := replaytest.ChaoslabBinary(t)
-	out := t.TempDir()
+	out := labtest.RunDir(t)
 	r, err := runner.Run(context.Background(), s, runner.Options{Seed: 1, OutDir: out, Placement: "local", AgentBinary: bin, Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
@@ -141,7 +141,7 @@ func TestIntegration_AbortMidFault(t *testing.T) {
 	bin := replaytest.ChaoslabBinary(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	out := t.TempDir()
+	out := labtest.RunDir(t)
 	onEvent := func(variant string, e lab.Event) {
 		if e.Kind == "fault" {
 			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
@@ -178,7 +178,7 @@ func TestIntegration_ReplayIL0587Docker(t *testing.T) {
 	}
 	s := builtin(t)
 	replaytest.SkipUnlessDockerImages(t, s)
-	out := t.TempDir()
+	out := labtest.RunDir(t)
 	r, err := runner.Run(ctx, s, runner.Options{Seed: 1, OutDir: out, Placement: "docker", Logger: labtest.Logger(t), Rerun: "test"})
 	require.NoError(t, err)
 	t.Log(reports.Summary(r))
@@ -225,7 +225,7 @@ func TestIntegration_AbortMidFaultDocker(t *testing.T) {
 			time.AfterFunc(3*time.Second, func() { cancel(errors.New("test interrupt")) })
 		}
 	}
-	r, err := runner.Run(rctx, s, runner.Options{Seed: 3, OutDir: t.TempDir(), Placement: "docker", Logger: labtest.Logger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
+	r, err := runner.Run(rctx, s, runner.Options{Seed: 3, OutDir: labtest.RunDir(t), Placement: "docker", Logger: labtest.Logger(t), Variants: []string{"vulnerable"}, OnEvent: onEvent})
 	require.NoError(t, err)
 	require.Equal(t, verdict.Aborted, r.Verdict, r.Reason)
 	require.FileExists(t, filepath.Join(r.Dir, "index.html"))

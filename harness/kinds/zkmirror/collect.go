@@ -1,6 +1,7 @@
 package zkmirror
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -53,8 +54,11 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 				lastIsStale = true
 			}
 		}
-		if len(cs) == 0 || lastIsStale || cs[len(cs)-1].t < tl.End-5 {
+		if why := staleAtEnd(cs, lastIsStale, tl.End); why != "" {
 			neverFresh = true
+			if w.env != nil {
+				w.env.Event("note", w.group.ID(i), "never fresh again: "+why)
+			}
 		}
 		lastStale = max(lastStale, cLastStale)
 	}
@@ -79,6 +83,21 @@ func (w *workload) Collect(r *lab.Result, tl lab.Timeline) {
 		r.SetMetric("clients.fresh_after_fault_s", fresh)
 	}
 	w.setLimit(r, w.limit)
+}
+
+// staleAtEnd says why a client's mirror does not count as fresh at the
+// end of the run ("" when it does): no sample, a stale last sample, or no
+// sample in the run's last 5 s.
+func staleAtEnd(cs []sample, lastIsStale bool, end float64) string {
+	switch {
+	case len(cs) == 0:
+		return "it reported nothing"
+	case lastIsStale:
+		return fmt.Sprintf("its last sample, at %.1f s, was stale", cs[len(cs)-1].t)
+	case cs[len(cs)-1].t < end-5:
+		return fmt.Sprintf("its last sample came at %.1f s, %.1f s before the run's end", cs[len(cs)-1].t, end-cs[len(cs)-1].t)
+	}
+	return ""
 }
 
 // outsideTotals are the requests the servers received from the clients

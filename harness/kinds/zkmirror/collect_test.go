@@ -313,3 +313,11 @@ func TestSilentLoadedAfterTwoReadsAZnodeAndAWindow(t *testing.T) {
 	require.True(t, w.silentLoaded(0, 2*n+50, t0.Add(6*time.Second)), "a window after the load")
 	require.False(t, w.silentLoaded(1, 2*n, t0.Add(6*time.Second)), "each client by itself")
 }
+
+func TestStaleAtEndSaysWhy(t *testing.T) {
+	cs := []sample{{t: 10}, {t: 50}}
+	require.Equal(t, "", staleAtEnd(cs, false, 52))
+	require.Equal(t, "it reported nothing", staleAtEnd(nil, false, 52))
+	require.Equal(t, "its last sample, at 50.0 s, was stale", staleAtEnd(cs, true, 52))
+	require.Equal(t, "its last sample came at 50.0 s, 10.0 s before the run's end", staleAtEnd(cs, false, 60))
+}
