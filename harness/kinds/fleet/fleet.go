@@ -538,6 +538,22 @@ func (f *Fleet) RestartStarted() time.Time {
 	return f.restartAt
 }
 
+// RestartSpread is how far apart the servers' first starts after the
+// operator's restart were, over how many servers, and whether the restart
+// was to be all at once (RestartSpreader).
+func (f *Fleet) RestartSpread() (time.Duration, int, bool) {
+	at := f.RestartStarted()
+	if at.IsZero() {
+		return 0, 0, f.cfg.RestartRate == 0
+	}
+	var snaps []Snapshot
+	for _, s := range f.Servers() {
+		snaps = append(snaps, s.Snapshot())
+	}
+	spread, n := startSpread(snaps, f.cfg.Env.Clock(at))
+	return time.Duration(spread * float64(time.Second)), n, f.cfg.RestartRate == 0
+}
+
 // Snapshot of a server for reports.
 type Snapshot struct {
 	ID     string
