@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/chaoslab/chaoslab/record"
 	"github.com/chaoslab/chaoslab/verdict"
 )
@@ -89,7 +91,7 @@ func Keep(r *Report) KeptRun {
 	if r.Scenario != nil {
 		k.Scenario, k.Size = r.Scenario.ID, r.Scenario.Size
 	}
-	k.Digest = Digest([]byte(r.ScenarioYAML))
+	k.Digest = RunDigest([]byte(r.ScenarioYAML), k.Size)
 	if !r.EndedAt.IsZero() {
 		k.WallS = math.Round(r.EndedAt.Sub(r.StartedAt).Seconds())
 	}
@@ -237,17 +239,70 @@ type FigureSpread struct {
 	SmallestDeciding float64   // smallest factor among deciding runs (0: none)
 }
 
-// Digest identifies a scenario's text (KeptRun.Digest).
+// Digest identifies a scenario's text byte for byte: what runs kept
+// before 2026-12-06 were identified by (RunDigest since).
 func Digest(src []byte) string {
 	sum := sha256.Sum256(src)
 	return hex.EncodeToString(sum[:6])
+}
+
+// RunDigest identifies what a run at size ran of a scenario's text
+// (KeptRun.Digest): its fields as parsed, without comments, layout or
+// the sizes it did not run, so that editing a comment or the ci size
+// leaves the kept full-size runs counted. A text that does not parse is
+// identified byte for byte.
+func RunDigest(src []byte, size string) string {
+	var doc map[string]any
+	if err := yaml.Unmarshal(src, &doc); err != nil || doc == nil {
+		return Digest(src)
+	}
+	sizes, _ := doc["sizes"].(map[string]any)
+	delete(doc, "sizes")
+	if sz, ok := sizes[size]; ok && size != "" && size != "full" {
+		doc["sizes"] = map[string]any{size: sz}
+	}
+	b, err := json.Marshal(doc) // map keys sorted
+	if err != nil {
+		return Digest(src)
+	}
+	sum := sha256.Sum256(b)
+	return "r" + hex.EncodeToString(sum[:6])
+}
+
+// Texts are the scenarios' texts as this chaoslab has them, by id: only
+// runs of a scenario's current text are counted.
+type Texts map[string][]byte
+
+// digests are what a run of scenario id at size may carry to count with
+// the current text: its RunDigest, or (runs kept before RunDigest) the
+// digest of the whole text.
+func (t Texts) digests(id, size string) ([]string, bool) {
+	src, ok := t[id]
+	if !ok {
+		return nil, false
+	}
+	return []string{RunDigest(src, size), Digest(src)}, true
+}
+
+// UpgradeDigests gives each kept run of a current text identified byte for
+// byte its RunDigest, so that it stays counted when a comment or another
+// size of the scenario is edited; it returns how many it changed.
+func UpgradeDigests(kept []KeptRun, texts Texts) int {
+	n := 0
+	for i, k := range kept {
+		if src, ok := texts[k.Scenario]; ok && k.Digest == Digest(src) {
+			kept[i].Digest = RunDigest(src, k.Size)
+			n++
+		}
+	}
+	return n
 }
 
 // Rates groups kept runs by scenario, size and placement. current gives
 // the digest of each scenario's text as it is now (by id): only runs of
 // that text count; a scenario not in it counts the runs of its latest
 // run's text.
-func Rates(kept []KeptRun, current map[string]string) []*RateGroup {
+func Rates(kept []KeptRun, current Texts) []*RateGroup {
 	byKey := map[string]*RateGroup{}
 	var order []string
 	latest := map[string]KeptRun{}
@@ -268,11 +323,11 @@ func Rates(kept []KeptRun, current map[string]string) []*RateGroup {
 			if k.Scenario+"\x00"+k.Size+"\x00"+k.Placement != key {
 				continue
 			}
-			want := latest[key].Digest
-			if d, ok := current[k.Scenario]; ok {
+			want := []string{latest[key].Digest}
+			if d, ok := current.digests(k.Scenario, k.Size); ok {
 				want = d
 			}
-			if k.Digest != want {
+			if !slices.Contains(want, k.Digest) {
 				g.Stale++
 				continue
 			}

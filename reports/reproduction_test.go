@@ -40,7 +40,8 @@ func TestReproductionKeepsAndCounts(t *testing.T) {
 	require.Len(t, kept, 3)
 
 	old := kept[0]
-	old.RunID, old.Digest, old.StartedAt = "older", "000000000000", old.StartedAt.Add(-24*time.Hour)
+	oldText := []byte("id: s\ntitle: an older text\n")
+	old.RunID, old.Digest, old.StartedAt = "older", RunDigest(oldText, old.Size), old.StartedAt.Add(-24*time.Hour)
 	all := MergeKept(slices.Clone(kept), []KeptRun{old})
 	groups := Rates(all, nil)
 	require.Len(t, groups, 1)
@@ -60,7 +61,7 @@ func TestReproductionKeepsAndCounts(t *testing.T) {
 
 	// The scenario's text now is the older run's: only that run counts,
 	// however recent the others.
-	now := Rates(all, map[string]string{old.Scenario: old.Digest})[0]
+	now := Rates(all, Texts{old.Scenario: oldText})[0]
 	require.Len(t, now.Runs, 1)
 	require.Equal(t, 3, now.Stale)
 
@@ -141,4 +142,28 @@ func TestReproductionBestIsNotClose(t *testing.T) {
 	figs := []KeptFigure{{Variant: "mitigated", Expect: verdict.Held, Check: "routes", Op: ">=", Threshold: 0.95, Observed: 1, Held: true, Best: &one}}
 	g := Rates([]KeptRun{{RunID: "a", Scenario: "s", Placement: "local", Digest: "d", Figures: figs}}, nil)[0]
 	require.False(t, g.Figures[0].Close(CloseFactor))
+}
+
+// A run is identified by what it ran: a comment or another size edited
+// leaves it counted; its own size or the scenario's fields edited do not.
+func TestRunDigestIsWhatRan(t *testing.T) {
+	text := []byte("id: s # the id\ntimeline:\n  warmup: 20s\nsizes:\n  ci:\n    timeline:\n      warmup: 10s\n")
+	comment := []byte("# a comment\nid: s\ntimeline:\n  warmup: 20s   # longer\nsizes:\n  ci:\n    timeline:\n      warmup: 10s\n")
+	otherCI := []byte("id: s\ntimeline:\n  warmup: 20s\nsizes:\n  ci:\n    timeline:\n      warmup: 5s\n")
+	field := []byte("id: s\ntimeline:\n  warmup: 30s\nsizes:\n  ci:\n    timeline:\n      warmup: 10s\n")
+	require.Equal(t, RunDigest(text, ""), RunDigest(comment, ""))
+	require.Equal(t, RunDigest(text, "ci"), RunDigest(comment, "ci"))
+	require.Equal(t, RunDigest(text, ""), RunDigest(otherCI, ""), "the ci size is not what a full run ran")
+	require.NotEqual(t, RunDigest(text, "ci"), RunDigest(otherCI, "ci"))
+	require.NotEqual(t, RunDigest(text, ""), RunDigest(field, ""))
+	require.NotEqual(t, RunDigest(text, ""), RunDigest(text, "ci"))
+
+	// Runs kept byte for byte are upgraded when their text is current,
+	// and then survive an edit of a comment.
+	kept := []KeptRun{{RunID: "a", Scenario: "s", Digest: Digest(text)}, {RunID: "b", Scenario: "s", Digest: Digest(field)}}
+	require.Equal(t, 1, UpgradeDigests(kept, Texts{"s": text}))
+	require.Equal(t, RunDigest(text, ""), kept[0].Digest)
+	g := Rates(kept, Texts{"s": comment})[0]
+	require.Len(t, g.Runs, 1)
+	require.Equal(t, 1, g.Stale)
 }

@@ -26,7 +26,8 @@ runs, how many reproduced with a 95% Wilson interval, and per hypothesis and
 comparison the smallest, median and largest figure and factor from its
 threshold, deciding figures within 2x flagged. Runs already kept are not
 added twice, so runs of several sessions add up; runs of an earlier text of a
-scenario stay kept and are not counted. scripts/reproduce.sh runs the seeds
+scenario stay kept and are not counted (a run is identified by what it ran:
+the scenario's fields and its own size's, not its comments or other sizes). scripts/reproduce.sh runs the seeds
 and calls this.
 
 --next-seed SCENARIO:PLACEMENT prints the seed after the largest kept one
@@ -49,11 +50,12 @@ Exit status: 0 when the table was written, 2 for an input error.`,
 			}
 			n := len(kept)
 			kept = reports.MergeKept(kept, more)
-			if err := reports.WriteKept(keep, kept); err != nil {
+			current, err := builtinTexts()
+			if err != nil {
 				return err
 			}
-			current, err := builtinDigests()
-			if err != nil {
+			reports.UpgradeDigests(kept, current)
+			if err := reports.WriteKept(keep, kept); err != nil {
 				return err
 			}
 			md := reports.RatesMarkdown(reports.Rates(kept, current), keep, time.Now())
@@ -89,20 +91,20 @@ func printNextSeed(cmd *cobra.Command, kept []reports.KeptRun, what string) erro
 	return err
 }
 
-// builtinDigests are the built-in scenarios' texts as this chaoslab has
+// builtinTexts are the built-in scenarios' texts as this chaoslab has
 // them: runs of an earlier text are not counted with the current one.
-func builtinDigests() (map[string]string, error) {
+func builtinTexts() (reports.Texts, error) {
 	all, err := scenarios.Builtin()
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	out := reports.Texts{}
 	for _, s := range all {
 		src, err := scenarios.ReadBuiltin(filepath.Base(s.Source))
 		if err != nil {
 			return nil, err
 		}
-		out[s.ID] = reports.Digest(src)
+		out[s.ID] = src
 	}
 	return out, nil
 }
