@@ -28,7 +28,7 @@ rm -rf "$out"/*.json "$out"/images.log "$out"/failed
 # read and re-judged (chaoslab check) after the tiers.
 export CHAOSLAB_KEEP_FAILED=$PWD/$out/failed
 
-./scripts/setup.sh --servers
+./scripts/setup.sh --servers --defer-binaries
 say "setup done"
 slowest() {
   if compgen -G "$out/*.json" >/dev/null; then
@@ -41,11 +41,16 @@ trap slowest EXIT
 
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+# The server binaries (etcd; Consul ~5 min cold on 2 cores) and the
+# images build beside vet and the unit tier, which need neither: the
+# unit tier leaves the CPU idle while its tests wait, the images' Debian
+# root file systems (mmdebstrap) wait on the network and the disk, and
+# Consul's link uses one core. Two builds of one binary take turns under
+# the cache's lock, so the images wait for the binaries they hold.
+./bin/chaoslab images binaries >"$out/binaries.log" 2>&1 &
+binaries=$!
 images=
 if docker info >/dev/null 2>&1; then
-  # The binaries the images hold are built by now: what is left (two Debian
-  # root file systems, mmdebstrap) waits on the network and the disk more
-  # than on the CPU, so the unit tier runs beside it.
   ./bin/chaoslab images build >"$out/images.log" 2>&1 &
   images=$!
 else
@@ -64,6 +69,12 @@ say "vet done"
 ./bin/gotestsum --format pkgname-and-test-fails --jsonfile "$out/unit.json" -- \
   -p 2 -count=1 -vet=all -skip '^TestIntegration' "${pkgs[@]}"
 say "unit tier done"
+if ! wait "$binaries"; then
+  cat "$out/binaries.log" >&2
+  echo "test: chaoslab images binaries failed" >&2
+  exit 1
+fi
+say "server binaries done"
 if [ -n "$images" ]; then
   if ! wait "$images"; then
     cat "$out/images.log" >&2

@@ -26,7 +26,11 @@ func Main(m *testing.M, before func()) {
 			fmt.Fprintf(os.Stderr, "tier: %v (the tests run without it)\n", err)
 		}
 	}
-	if before != nil && !testing.Short() {
+	// before (labtest.Main: building the server binaries) is for the
+	// integration tests: a unit tier run (-skip '^TestIntegration') does
+	// not wait for a build, which the test command runs beside it. A unit
+	// test that needs a binary after all builds it when it asks.
+	if before != nil && integrationMayRun() {
 		before()
 	}
 	os.Exit(m.Run())
