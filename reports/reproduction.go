@@ -47,9 +47,13 @@ type KeptRun struct {
 }
 
 // labFailure is why the lab failed in the run, "" when it did not (runs
-// kept before LabFailed say so in their reason).
+// kept before LabFailed say so in their reason). A fault that did not
+// land (the lab could not deliver it as the scenario asked, e.g. an
+// all-at-once restart the engine paced) counts as such: the run measured
+// nothing of the incident's fault.
 func (k KeptRun) labFailure() string {
-	if k.LabFailed == "" && k.Verdict == verdict.Inconclusive && strings.Contains(k.Reason, "the lab failed") {
+	if k.LabFailed == "" && k.Verdict == verdict.Inconclusive &&
+		(strings.Contains(k.Reason, "the lab failed") || strings.Contains(k.Reason, " did not land")) {
 		return k.Reason
 	}
 	return k.LabFailed

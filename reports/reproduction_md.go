@@ -91,7 +91,7 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 		fmt.Fprintf(b, " %d runs were interrupted before they could be judged (seeds %s) and are not counted.", len(g.Aborted), seedList(g.Aborted))
 	}
 	if len(g.LabFailed) > 0 {
-		fmt.Fprintf(b, " In %d runs the lab itself failed (seeds %s): they say nothing of the incident and are not counted.", len(g.LabFailed), seedList(g.LabFailed))
+		fmt.Fprintf(b, " In %d runs the lab itself failed or a fault did not land (seeds %s): they say nothing of the incident and are not counted.", len(g.LabFailed), seedList(g.LabFailed))
 	}
 	b.WriteString("\n")
 	for _, r := range g.LabFailed {

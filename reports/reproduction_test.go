@@ -126,12 +126,13 @@ func TestReproductionLeavesOutLabFailures(t *testing.T) {
 		{RunID: "b", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 2, LabFailed: "variant vulnerable: start etcd2: address already in use"},
 		{RunID: "c", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 3, Reason: "variant vulnerable: inconclusive (expected violated): the lab failed: sweep"},
 		{RunID: "d", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 4, Reason: "steady state: client-07 was OOM-killed"},
+		{RunID: "e", Scenario: "s", Placement: "local", Digest: "d", Verdict: verdict.Inconclusive, Seed: 5, Reason: "variant server: inconclusive (expected held): restart-fleet did not land on fleet at 72.9 s: the placement paced it"},
 	}
 	g := Rates(runs, nil)[0]
 	require.Len(t, g.Runs, 2, "the unsteady run counts against the scenario")
-	require.Len(t, g.LabFailed, 2)
+	require.Len(t, g.LabFailed, 3, "the lab failed, or a fault did not land")
 	md := RatesMarkdown([]*RateGroup{g}, "k", time.Now())
-	require.Contains(t, md, "In 2 runs the lab itself failed (seeds 2, 3)")
+	require.Contains(t, md, "In 3 runs the lab itself failed or a fault did not land (seeds 2, 3, 5)")
 	require.Contains(t, md, "the lab failed: variant vulnerable: start etcd2: address already in use")
 }
 
