@@ -4,10 +4,12 @@
 #   ./scripts/setup.sh            # what a replay needs
 #   ./scripts/setup.sh --servers  # also the etcd and Consul binaries and
 #                                 # gotestsum, what the tests need
-#   ./scripts/setup.sh --servers --defer-binaries
-#                                 # the same but the server binaries, which
-#                                 # the caller builds itself (scripts/test.sh,
-#                                 # beside its unit tier)
+#   ./scripts/setup.sh --servers --binaries-in-background LOG
+#                                 # the same, but the server binaries build
+#                                 # on in the background once it returns:
+#                                 # their output in LOG, their exit status
+#                                 # in LOG.rc when done (scripts/test.sh,
+#                                 # beside its vet and unit tier)
 #   ./scripts/setup.sh --only etcd  # just what one system's seeds need, for
 #                                 # a CI job that replays one seed
 #                                 # (zookeeper, etcd or consul; a comma list)
@@ -16,15 +18,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 servers=0
-defer=0
+bgbins=
 only=
 while [ $# -gt 0 ]; do
   case $1 in
     --servers) servers=1 ;;
-    --defer-binaries) defer=1 ;;
+    --binaries-in-background) bgbins=${2:?--binaries-in-background needs a log file}; shift ;;
     --only) only=${2:?--only needs zookeeper, etcd or consul}; shift ;;
     --only=*) only=${1#--only=} ;;
-    *) echo "setup: unknown flag $1 (--servers, --defer-binaries, --only SYSTEMS)" >&2; exit 2 ;;
+    *) echo "setup: unknown flag $1 (--servers, --binaries-in-background LOG, --only SYSTEMS)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -110,10 +112,14 @@ fi
 mkdir -p bin
 CGO_ENABLED=0 go build -trimpath -buildvcs=auto -o bin/chaoslab ./cmd/chaoslab
 if [ $servers = 1 ]; then
-  (cd tools/gotestsum && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -o ../../bin/gotestsum gotest.tools/gotestsum)
   # etcd, Consul and chaoslab for this machine, into the cache the images
-  # are made from (Consul ~6 min cold on 2 cores).
-  [ $defer = 1 ] || ./bin/chaoslab images binaries >&2
+  # are made from (Consul ~5 min cold on 2 cores).
+  if [ -n "$bgbins" ]; then
+    rm -f "$bgbins" "$bgbins.rc"
+    (./bin/chaoslab images binaries >"$bgbins" 2>&1; echo $? >"$bgbins.rc") &
+  fi
+  (cd tools/gotestsum && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -o ../../bin/gotestsum gotest.tools/gotestsum)
+  [ -n "$bgbins" ] || ./bin/chaoslab images binaries >&2
 fi
 if [ -n "$apt_pid" ]; then
   wait "$apt_pid"
