@@ -11,7 +11,11 @@ import (
 // RestartFleet is the operator's recovery of IL-0384: every server of the
 // fleet is restarted at the fleet's restart rate (a few hundred servers an
 // hour in the incident; 0 = all at once), and a server that dies or fails
-// its health checks afterwards goes back in the queue. The fault lasts
+// its health checks afterwards goes back in the queue. It landed when the
+// servers were started again, and an all-at-once restart only when their
+// first starts came within 4 s of each other (else the placement paced it).
+//
+// The fault lasts
 // until every server routes again or the duration is over; the restarts
 // go on after it for the rest of the run.
 type RestartFleet struct{}
