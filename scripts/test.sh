@@ -10,7 +10,8 @@
 #                examples, the game day; one package at a time, since they
 #                measure timing on 2 cores (-run '^TestIntegration')
 # and ends with the 20 slowest tests. The tiers' go test output (JSON) is
-# kept in out/test/, and the run folders of failed tests in out/test/failed/. Arguments go to both tiers' go test, e.g.
+# kept in out/test/, the run folders of failed tests in out/test/failed/.
+# Arguments go to both tiers' go test, e.g.
 #   ./scripts/test.sh ./scenarios/...
 # Full-size replays on both placements: scripts/verify.sh.
 set -euo pipefail
@@ -25,7 +26,7 @@ out=out/test
 mkdir -p "$out"
 rm -rf "$out"/*.json "$out"/images.log "$out"/failed
 # A failed test's run folders (reports, logs, series) are kept here, to be
-# read and re-judged (chaoslab check) after the tiers.
+# read and re-judged (chaoslab report FOLDER) after the tiers.
 export CHAOSLAB_KEEP_FAILED=$PWD/$out/failed
 
 # The server binaries (etcd; Consul ~5 min cold on 2 cores) build in the
@@ -59,8 +60,8 @@ else
 fi
 # go test vets every package it tests with all of go vet's checks
 # (-vet=all in the unit tier, which builds them anyway); only the packages
-# without a test file are vetted on their own. (A separate go vet ./...
-# type-checked and analysed everything a second time: about a minute.)
+# without a test file are vetted on their own (a separate go vet ./...
+# type-checked and analysed every package a second time).
 mapfile -t untested < <(go list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' "${pkgs[@]}")
 [ ${#untested[@]} -eq 0 ] || go vet "${untested[@]}"
 # A module of a user's that imports labtest (examples/labtest-go) compiles.
