@@ -130,7 +130,7 @@ footer { color: var(--muted); font-size: 13px; margin-top: 40px; }
 <section class="card verdict {{.VerdictClass}}" id="verdict">
 <p class="word">{{.Verdict}}</p>
 {{if .VerdictMeaning}}<p class="meaning">{{.VerdictMeaning}}</p>{{end}}
-{{if .Story}}<p class="reason">{{.Story}}</p>{{else if .Reason}}<p class="reason">{{.Reason}}</p>{{end}}
+{{if .Story}}<p class="reason">{{.Story}}</p>{{end}}{{if and .Reason (or (not .Story) (eq .VerdictClass "warn"))}}<p class="reason">{{.Reason}}</p>{{end}}
 {{if .NearMisses}}<p class="near">⚠ Near miss{{if gt (len .NearMisses) 1}}es{{end}} (within {{.NearFactor}}x of the threshold: another run could go the other way): {{range $i, $n := .NearMisses}}{{if $i}}; {{end}}{{$n}}{{end}}.</p>{{end}}
 <p class="expect {{if .ExpectationMet}}met{{else}}unmet{{end}}">{{if .ExpectationMet}}✓{{else}}✗{{end}} {{.Expectation}}</p>
 </section>

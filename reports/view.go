@@ -372,7 +372,7 @@ func verdictMeaning(v verdict.Verdict, met bool) string {
 	case verdict.Aborted:
 		return "The run was interrupted before it could be judged."
 	case verdict.Inconclusive:
-		return "The run cannot be judged: a measurement is missing or a comparison failed."
+		return "The run cannot be judged: a measurement is missing, the steady state failed before the first fault, a fault did not land, or a comparison failed (why, below)."
 	}
 	return ""
 }
