@@ -221,10 +221,23 @@ type RateGroup struct {
 	Stale   int
 	Aborted []KeptRun
 	// LabFailed lists runs in which the lab itself failed: not counted.
-	LabFailed  []KeptRun
-	Reproduced int
-	Low, High  float64
-	Figures    []FigureSpread
+	LabFailed []KeptRun
+	// Unproven lists runs judged before the proof that one of the
+	// scenario's faults landed was made stricter (UnprovenWhy): their
+	// verdicts rest on the weaker proof, so they are not counted.
+	Unproven    []KeptRun
+	UnprovenWhy Revision
+	Reproduced  int
+	Low, High   float64
+	Figures     []FigureSpread
+}
+
+// A Revision is when the proof that one of a scenario's faults landed
+// was made stricter, and what it proves since (faults.Revised).
+type Revision struct {
+	Scenario string
+	Since    time.Time
+	What     string
 }
 
 // FigureSpread is one judged figure over a group's runs.
@@ -306,7 +319,13 @@ func UpgradeDigests(kept []KeptRun, texts Texts) int {
 // the digest of each scenario's text as it is now (by id): only runs of
 // that text count; a scenario not in it counts the runs of its latest
 // run's text.
-func Rates(kept []KeptRun, current Texts) []*RateGroup {
+func Rates(kept []KeptRun, current Texts, revised ...Revision) []*RateGroup {
+	since := map[string]Revision{}
+	for _, r := range revised {
+		if r.Since.After(since[r.Scenario].Since) {
+			since[r.Scenario] = r
+		}
+	}
 	byKey := map[string]*RateGroup{}
 	var order []string
 	latest := map[string]KeptRun{}
@@ -333,6 +352,10 @@ func Rates(kept []KeptRun, current Texts) []*RateGroup {
 			}
 			if !slices.Contains(want, k.Digest) {
 				g.Stale++
+				continue
+			}
+			if r, ok := since[k.Scenario]; ok && k.StartedAt.Before(r.Since) {
+				g.Unproven, g.UnprovenWhy = append(g.Unproven, k), r
 				continue
 			}
 			if k.Verdict == verdict.Aborted {

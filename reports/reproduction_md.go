@@ -82,10 +82,13 @@ func groupMarkdown(b *strings.Builder, g *RateGroup) {
 	if len(g.Runs) > 0 {
 		fmt.Fprintf(b, "Reproduced in %d of %d runs (95%% interval %.0f%%-%.0f%%); seeds %s; chaoslab %s.", g.Reproduced, len(g.Runs), 100*g.Low, 100*g.High, seedList(g.Runs), commitList(g.Runs))
 	} else {
-		b.WriteString("No run of the scenario's current text counted yet.")
+		b.WriteString("No run counted yet.")
 	}
 	if g.Stale > 0 {
 		fmt.Fprintf(b, " %d runs of an earlier text of the scenario are kept but not counted.", g.Stale)
+	}
+	if n := len(g.Unproven); n > 0 {
+		fmt.Fprintf(b, " %d runs (seeds %s) were judged before %s (%s) and are kept but not counted.", n, seedList(g.Unproven), g.UnprovenWhy.What, g.UnprovenWhy.Since.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	if len(g.Aborted) > 0 {
 		fmt.Fprintf(b, " %d runs were interrupted before they could be judged (seeds %s) and are not counted.", len(g.Aborted), seedList(g.Aborted))

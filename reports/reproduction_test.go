@@ -168,3 +168,27 @@ func TestRunDigestIsWhatRan(t *testing.T) {
 	require.Len(t, g.Runs, 1)
 	require.Equal(t, 1, g.Stale)
 }
+
+// A run judged before the proof that one of its scenario's faults landed
+// was made stricter is kept, listed with the revision, and not counted:
+// a miss and a pass alike.
+func TestReproductionLeavesOutRunsJudgedOnAWeakerProof(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	run := func(id string, start time.Time, met bool) KeptRun {
+		v := verdict.Reproduced
+		if !met {
+			v = verdict.Inconclusive
+		}
+		return KeptRun{RunID: id, Scenario: "s", Placement: "docker", Digest: "d", Seed: 1, StartedAt: start, Verdict: v, Met: met}
+	}
+	kept := []KeptRun{run("old-miss", at.Add(-2*time.Hour), false), run("old-pass", at.Add(-time.Hour), true), run("new", at.Add(time.Hour), true)}
+	rev := Revision{Scenario: "s", Since: at, What: "restart-fleet proved its pace"}
+	other := Revision{Scenario: "t", Since: at.Add(10 * time.Hour), What: "another scenario's fault"}
+	g := Rates(kept, nil, rev, other)[0]
+	require.Len(t, g.Unproven, 2)
+	require.Len(t, g.Runs, 1)
+	require.Equal(t, 1, g.Reproduced)
+	md := RatesMarkdown([]*RateGroup{g}, "runs.jsonl", at)
+	require.Contains(t, md, "2 runs (seeds 1, 1) were judged before restart-fleet proved its pace (2026-12-06 12:00 UTC) and are kept but not counted.")
+	require.Contains(t, md, "| 1 of 1 |")
+}

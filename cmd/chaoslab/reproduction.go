@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
@@ -27,8 +28,10 @@ comparison the smallest, median and largest figure and factor from its
 threshold, deciding figures within 2x flagged. Runs already kept are not
 added twice, so runs of several sessions add up; runs of an earlier text of a
 scenario stay kept and are not counted (a run is identified by what it ran:
-the scenario's fields and its own size's, not its comments or other sizes). scripts/reproduce.sh runs the seeds
-and calls this.
+the scenario's fields and its own size's, not its comments or other sizes),
+nor are runs judged before the proof that one of the scenario's faults
+landed was made stricter (the table says which and since when).
+scripts/reproduce.sh runs the seeds and calls this.
 
 --next-seed SCENARIO:PLACEMENT prints the seed after the largest kept one
 (1 when none) and writes nothing.
@@ -58,7 +61,11 @@ Exit status: 0 when the table was written, 2 for an input error.`,
 			if err := reports.WriteKept(keep, kept); err != nil {
 				return err
 			}
-			md := reports.RatesMarkdown(reports.Rates(kept, current), keep, time.Now())
+			revised, err := builtinRevisions()
+			if err != nil {
+				return err
+			}
+			md := reports.RatesMarkdown(reports.Rates(kept, current, revised...), keep, time.Now())
 			if write == "-" {
 				_, err = fmt.Fprint(cmd.OutOrStdout(), md)
 				return err
@@ -105,6 +112,35 @@ func builtinTexts() (reports.Texts, error) {
 			return nil, err
 		}
 		out[s.ID] = src
+	}
+	return out, nil
+}
+
+// builtinRevisions are, per built-in scenario, when the proof that one
+// of its faults landed was last made stricter (faults.Revised).
+func builtinRevisions() ([]reports.Revision, error) {
+	all, err := scenarios.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	var out []reports.Revision
+	for _, s := range all {
+		for _, v := range s.VariantNames() {
+			steps, err := s.FaultsFor(v)
+			if err != nil {
+				return nil, err
+			}
+			for _, st := range steps {
+				f, err := faults.New(st.Fault)
+				if err != nil {
+					return nil, err
+				}
+				if r, ok := f.(faults.Revised); ok {
+					since, what := r.ProofRevised()
+					out = append(out, reports.Revision{Scenario: s.ID, Since: since, What: what})
+				}
+			}
+		}
 	}
 	return out, nil
 }

@@ -139,3 +139,10 @@ func DecodeParams(f Fault, params string) error {
 	}
 	return nil
 }
+
+// Revised is implemented by a fault whose proof that it landed was made
+// stricter after runs were kept: a run judged before since rests on the
+// weaker proof, so reproduction rates do not count it (what lists why).
+type Revised interface {
+	ProofRevised() (since time.Time, what string)
+}
