@@ -47,7 +47,30 @@ func FollowLogs(ctx context.Context, container, path string) (*LogFollower, erro
 	go func() {
 		defer close(l.done)
 		defer f.Close()
-		l.err = follow(ctx, cli, container, f)
+		var mu sync.Mutex // stdout and stderr go to the same file
+		out := &lockedWriter{mu: &mu, w: f}
+		l.err = follow(ctx, cli, container, out, out)
+	}()
+	return l, nil
+}
+
+// FollowStreams is FollowLogs with the container's stdout and stderr kept
+// apart, each written to its own writer (the marks of a stop and a start
+// again go to stderr). It reads one stream from the container's first
+// line on, and after a stop only what came after: no line is lost or read
+// twice, where testcontainers' log production, starting a new stream
+// every few seconds from the time it asks, loses the lines of the moment
+// between two streams.
+func FollowStreams(ctx context.Context, container string, stdout, stderr io.Writer) (*LogFollower, error) {
+	cli, err := Client(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("follow logs of %s: %w", container, err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	l := &LogFollower{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		l.err = follow(ctx, cli, container, stdout, stderr)
 	}()
 	return l, nil
 }
@@ -84,11 +107,13 @@ type logClient interface {
 	ContainerInspect(ctx context.Context, container string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 }
 
-func follow(ctx context.Context, cli logClient, container string, w io.Writer) error {
+// follow copies the container's output until it is removed or ctx ends.
+// A container created but not started yet has no output: it is read once
+// it runs.
+func follow(ctx context.Context, cli logClient, container string, stdout, stderr io.Writer) error {
 	since := ""
-	stopped := false  // the last stream ended with the container stopped
-	var mu sync.Mutex // stdout and stderr go to the same file
-	out := &lockedWriter{mu: &mu, w: w}
+	stopped := false // the last stream ended with the container stopped
+	out := stderr    // where the marks go
 	for {
 		ins, err := cli.ContainerInspect(ctx, container, client.ContainerInspectOptions{})
 		if err != nil {
@@ -99,7 +124,8 @@ func follow(ctx context.Context, cli logClient, container string, w io.Writer) e
 		}
 		tty := ins.Container.Config != nil && ins.Container.Config.Tty
 		running := ins.Container.State != nil && ins.Container.State.Running
-		if since == "" || running {
+		created := ins.Container.State != nil && ins.Container.State.Status == "created"
+		if (since == "" && !created) || running {
 			started := time.Now()
 			if stopped {
 				stopped = false
@@ -115,9 +141,9 @@ func follow(ctx context.Context, cli logClient, container string, w io.Writer) e
 				return fmt.Errorf("read logs of %s: %w", container, err)
 			}
 			if tty {
-				_, _ = io.Copy(out, rc)
+				_, _ = io.Copy(stdout, rc)
 			} else {
-				_, _ = stdcopy.StdCopy(out, out, rc)
+				_, _ = stdcopy.StdCopy(stdout, stderr, rc)
 			}
 			_ = rc.Close()
 			if ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -164,4 +165,56 @@ func TestIntegration_PreparedAgentsStartTogether(t *testing.T) {
 	}
 	t.Logf("prepared %d agents in %s; released, they listened within %s of each other", n, prepared.Round(time.Millisecond), hi.Sub(lo).Round(time.Millisecond))
 	require.Less(t, hi.Sub(lo), prepared/2, "released together, they start well within the time the engine took to start them")
+}
+
+// A program's output arrives whole: every stdout line once and in order,
+// across the seconds in which testcontainers' log production would have
+// started a new stream and lost the lines of that moment, and every
+// stderr line in the program's log.
+func TestIntegration_OutputEveryLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a container")
+	}
+	ctx := context.Background()
+	p, err := New(lab.PlacementOptions{Log: slog.Default()})
+	require.NoError(t, err)
+	if err := p.Available(ctx); err != nil {
+		t.Skip(err)
+	}
+	const img = "chaoslab/zookeeper:3.8.0-deb12" // any image with a shell
+	if ok, err := docker.ImageExists(ctx, img); err != nil || !ok {
+		t.Skipf("no %s (chaoslab images build): %v", img, err)
+	}
+	runID := "placement-test-" + time.Now().Format("150405")
+	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, s.Close())
+		left, err := docker.Leftovers(ctx, runID)
+		require.NoError(t, err)
+		require.Empty(t, left)
+	}()
+	var mu sync.Mutex
+	var got []string
+	var log syncBuf
+	// About a line a millisecond for 12 s, in bursts of 20: testcontainers'
+	// log production starts a new stream every 5 s from the time it asks,
+	// so lines in flight at that moment can be lost.
+	const n = 12000
+	script := `i=0; while [ $i -lt 600 ]; do seq $((i*20+1)) $((i*20+20)); [ $((i % 50)) = 0 ] && echo "e$((i / 50 + 1))" >&2; sleep 0.02; i=$((i+1)); done`
+	proc, err := s.Start(ctx, lab.Program{Name: "lines", Role: "test", Image: img, Command: []string{"sh", "-c", script},
+		Stderr: &log, Stdout: func(line []byte) { mu.Lock(); got = append(got, string(line)); mu.Unlock() }})
+	require.NoError(t, err)
+	e := proc.Exit()
+	require.Equal(t, 0, e.Code, "%+v", e)
+	require.NoError(t, proc.Release())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, n, "stdout lines")
+	for i, l := range got {
+		require.Equal(t, strconv.Itoa(i+1), l)
+	}
+	for i := 1; i <= 12; i++ {
+		require.Contains(t, log.b.String(), "e"+strconv.Itoa(i)+"\n")
+	}
 }

@@ -90,9 +90,6 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 	if prog.Entrypoint != nil {
 		opts = append(opts, testcontainers.WithEntrypoint(prog.Entrypoint...))
 	}
-	if prog.Stdout != nil || prog.Stderr != nil || hold {
-		opts = append(opts, testcontainers.WithLogConsumers(lines))
-	}
 	if prog.Limits.Pids > 0 {
 		opts = append(opts, docker.WithPidsLimit(int64(prog.Limits.Pids)))
 	}
@@ -119,6 +116,13 @@ func (s *Site) prepare(ctx context.Context, prog lab.Program, hold bool) (lab.Pe
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
 	pd := &pending{s: s, c: c, name: name, mem: mem, prog: prog, lines: lines}
+	if prog.Stdout != nil || prog.Stderr != nil || hold {
+		// Its output, each line once, from the first (FollowStreams).
+		if pd.logs, err = docker.FollowStreams(ctx, c.GetContainerID(), lines.stream(testcontainers.StdoutLog), lines.stream(testcontainers.StderrLog)); err != nil {
+			_ = c.Terminate(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("create container %s: %w", name, err)
+		}
+	}
 	if hold {
 		return pd.held(ctx, held)
 	}
@@ -133,6 +137,7 @@ type pending struct {
 	mem   *memPlan
 	prog  lab.Program
 	lines *lineSplitter
+	logs  *docker.LogFollower // nil when its output goes nowhere
 }
 
 // Start starts the container and returns once it runs; a container that
@@ -154,7 +159,7 @@ func (pd *pending) Start(ctx context.Context) (lab.Proc, error) {
 // watched and stopped with the site.
 func (pd *pending) running(ctx context.Context) (*proc, error) {
 	s, c := pd.s, pd.c
-	p := &proc{c: &docker.Container{Container: c}, name: pd.name, mem: pd.mem, prog: pd.prog, lines: pd.lines, done: make(chan struct{}), started: time.Now()}
+	p := &proc{c: &docker.Container{Container: c}, name: pd.name, mem: pd.mem, prog: pd.prog, lines: pd.lines, logs: pd.logs, done: make(chan struct{}), started: time.Now()}
 	if err := p.locate(ctx, s.net.Name); err != nil {
 		_ = c.Terminate(context.WithoutCancel(ctx))
 		return nil, err
@@ -214,6 +219,7 @@ type proc struct {
 	mem     *memPlan
 	prog    lab.Program
 	lines   *lineSplitter
+	logs    *docker.LogFollower
 	started time.Time
 	pid     int
 	cgroup  string // its pids cgroup
@@ -418,6 +424,11 @@ func (p *proc) Release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := p.c.Terminate(ctx)
+	if p.logs != nil {
+		// The follower ends with the container; lines still on their way
+		// are written first.
+		_ = p.logs.Wait(5 * time.Second)
+	}
 	p.lines.flush()
 	if err != nil && !docker.IsNotFound(err) {
 		return fmt.Errorf("remove %s: %w", p.name, err)
@@ -522,6 +533,19 @@ func (s *lineSplitter) Accept(l testcontainers.Log) {
 		line := append([]byte(nil), s.out.Next(i + 1)[:i]...)
 		s.onStdout(line)
 	}
+}
+
+// stream is a writer of one of the container's streams into s.
+func (s *lineSplitter) stream(typ string) io.Writer { return streamWriter{s, typ} }
+
+type streamWriter struct {
+	s   *lineSplitter
+	typ string
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	w.s.Accept(testcontainers.Log{LogType: w.typ, Content: append([]byte(nil), p...)})
+	return len(p), nil
 }
 
 func (s *lineSplitter) flush() {
