@@ -30,6 +30,34 @@ func (s *syncBuf) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// openSite opens a site of the container placement for the test (the
+// client image prepared when agent is set), skipping when there is no
+// engine; its cleanup closes it and checks nothing of it is left.
+func openSite(t *testing.T, agent bool) lab.Site {
+	t.Helper()
+	ctx := context.Background()
+	p, err := New(lab.PlacementOptions{Log: slog.Default()})
+	require.NoError(t, err)
+	if err := p.Available(ctx); err != nil {
+		t.Skip(err)
+	}
+	if agent {
+		if err := p.Prepare(ctx, []lab.ImageNeed{{Name: lab.AgentImage}}); err != nil {
+			t.Skipf("no client image: %v", err)
+		}
+	}
+	runID := "placement-test-" + time.Now().Format("150405")
+	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, s.Close())
+		left, err := docker.Leftovers(ctx, runID)
+		require.NoError(t, err)
+		require.Empty(t, left)
+	})
+	return s
+}
+
 // chaoslab's own agent in a container of the client image, under a pids
 // and a CPU limit: its stdout lines arrive, the harness reaches its port
 // at the container's address, its threads and pids are read from /proc and
@@ -39,23 +67,7 @@ func TestIntegration_ContainerAgent(t *testing.T) {
 		t.Skip("starts a container")
 	}
 	ctx := context.Background()
-	p, err := New(lab.PlacementOptions{Log: slog.Default()})
-	require.NoError(t, err)
-	if err := p.Available(ctx); err != nil {
-		t.Skip(err)
-	}
-	if err := p.Prepare(ctx, []lab.ImageNeed{{Name: lab.AgentImage}}); err != nil {
-		t.Skipf("no client image: %v", err)
-	}
-	runID := "placement-test-" + time.Now().Format("150405")
-	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
-	require.NoError(t, err)
-	defer func() {
-		require.NoError(t, s.Close())
-		left, err := docker.Leftovers(ctx, runID)
-		require.NoError(t, err)
-		require.Empty(t, left)
-	}()
+	s := openSite(t, true)
 	host, adv := s.Listen()
 	routes := make(chan string, 1)
 	var log syncBuf
@@ -103,23 +115,7 @@ func TestIntegration_PreparedAgentsStartTogether(t *testing.T) {
 		t.Skip("starts containers")
 	}
 	ctx := context.Background()
-	p, err := New(lab.PlacementOptions{Log: slog.Default()})
-	require.NoError(t, err)
-	if err := p.Available(ctx); err != nil {
-		t.Skip(err)
-	}
-	if err := p.Prepare(ctx, []lab.ImageNeed{{Name: lab.AgentImage}}); err != nil {
-		t.Skipf("no client image: %v", err)
-	}
-	runID := "placement-test-" + time.Now().Format("150405")
-	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
-	require.NoError(t, err)
-	defer func() {
-		require.NoError(t, s.Close())
-		left, err := docker.Leftovers(ctx, runID)
-		require.NoError(t, err)
-		require.Empty(t, left)
-	}()
+	s := openSite(t, true)
 	const n = 8
 	host, adv := s.Listen()
 	var mu sync.Mutex
@@ -130,6 +126,7 @@ func TestIntegration_PreparedAgentsStartTogether(t *testing.T) {
 		id := "fe-" + string(rune('a'+i))
 		cfg := map[string]any{"id": id, "index": i + 1, "etcd": []string{"http://etcd-nowhere:2379"}, "listen_host": host, "advertise": adv,
 			"peer_threads": "per-peer", "pool_threads": 4, "bootstrap": "peers", "bootstrap_timeout": "3s", "heartbeat": "1s", "lease_ttl": "3s"}
+		var err error
 		pending[i], err = s.(lab.Preparer).Prepare(ctx, lab.Program{Name: id + "-0", Alias: id, Role: "frontend", Agent: "kinesis-frontend", Config: cfg,
 			Stderr: &syncBuf{}, Stdout: func(line []byte) {
 				mu.Lock()
@@ -176,24 +173,11 @@ func TestIntegration_OutputEveryLine(t *testing.T) {
 		t.Skip("starts a container")
 	}
 	ctx := context.Background()
-	p, err := New(lab.PlacementOptions{Log: slog.Default()})
-	require.NoError(t, err)
-	if err := p.Available(ctx); err != nil {
-		t.Skip(err)
-	}
 	const img = "chaoslab/zookeeper:3.8.0-deb12" // any image with a shell
 	if ok, err := docker.ImageExists(ctx, img); err != nil || !ok {
 		t.Skipf("no %s (chaoslab images build): %v", img, err)
 	}
-	runID := "placement-test-" + time.Now().Format("150405")
-	s, err := p.Open(ctx, runID, t.TempDir(), slog.Default())
-	require.NoError(t, err)
-	defer func() {
-		require.NoError(t, s.Close())
-		left, err := docker.Leftovers(ctx, runID)
-		require.NoError(t, err)
-		require.Empty(t, left)
-	}()
+	s := openSite(t, false)
 	var mu sync.Mutex
 	var got []string
 	var log syncBuf
