@@ -31,10 +31,6 @@ const logRetry = 250 * time.Millisecond
 // path, appending; the folder is created. It returns at once; the copy runs
 // until the container is removed, ctx ends or Stop is called.
 func FollowLogs(ctx context.Context, container, path string) (*LogFollower, error) {
-	cli, err := Client(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("follow logs of %s: %w", container, err)
-	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("follow logs of %s: create log dir: %w", container, err)
 	}
@@ -42,15 +38,13 @@ func FollowLogs(ctx context.Context, container, path string) (*LogFollower, erro
 	if err != nil {
 		return nil, fmt.Errorf("follow logs of %s: open log: %w", container, err)
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	l := &LogFollower{path: path, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		defer f.Close()
-		var mu sync.Mutex // stdout and stderr go to the same file
-		out := &lockedWriter{mu: &mu, w: f}
-		l.err = follow(ctx, cli, container, out, out)
-	}()
+	out := &lockedWriter{mu: &sync.Mutex{}, w: f} // stdout and stderr go to the same file
+	l, err := followStreams(ctx, container, out, out, func() { f.Close() })
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l.path = path
 	return l, nil
 }
 
@@ -62,6 +56,12 @@ func FollowLogs(ctx context.Context, container, path string) (*LogFollower, erro
 // every few seconds from the time it asks, loses the lines of the moment
 // between two streams.
 func FollowStreams(ctx context.Context, container string, stdout, stderr io.Writer) (*LogFollower, error) {
+	return followStreams(ctx, container, stdout, stderr, func() {})
+}
+
+// followStreams starts the copy; ended runs once it has ended, before
+// Done is closed.
+func followStreams(ctx context.Context, container string, stdout, stderr io.Writer, ended func()) (*LogFollower, error) {
 	cli, err := Client(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("follow logs of %s: %w", container, err)
@@ -70,6 +70,7 @@ func FollowStreams(ctx context.Context, container string, stdout, stderr io.Writ
 	l := &LogFollower{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
+		defer ended()
 		l.err = follow(ctx, cli, container, stdout, stderr)
 	}()
 	return l, nil
