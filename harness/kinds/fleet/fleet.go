@@ -37,6 +37,9 @@ type Config struct {
 	Prefix string
 	// HealthInterval is the period of the health checks (default 1s).
 	HealthInterval time.Duration
+	// Registry, when set, is where the health check reads a server's
+	// route when its printed line is late (route.go).
+	Registry Registry
 }
 
 // Sample is one observation of one server.
@@ -79,6 +82,8 @@ type Server struct {
 	proc       lab.Proc
 	desc       string // its last process ("pid 123", "container NAME")
 	port       string // of its HTTP endpoints, as it printed it
+	running    int    // the incarnation of proc
+	routesRead int    // routes read from the registration (route.go)
 	started    time.Time
 	done       chan struct{}
 	stopping   string // why the harness is stopping it
@@ -215,7 +220,7 @@ func (f *Fleet) program(s *Server, inc int, stderr io.Writer) lab.Program {
 	} else {
 		p.Agent = AgentName
 		p.Config = frontend.Config{Settings: c.Settings.Settings, ID: s.ID, Index: s.Index, Etcd: c.Etcd, Prefix: c.Prefix,
-			ListenHost: host, Advertise: adv, Seed: f.seed(s, inc)}
+			ListenHost: host, Advertise: adv, Incarnation: inc, Seed: f.seed(s, inc)}
 	}
 	if c.GoMaxProcs > 0 {
 		p.Env = append(p.Env, "GOMAXPROCS="+strconv.Itoa(c.GoMaxProcs))
@@ -411,6 +416,9 @@ func (f *Fleet) checkOne(ctx context.Context, s *Server) {
 	}
 	smp.Pids = int(p.Stats().Pids)
 	route := s.Route()
+	if route == "" {
+		route = f.learnRoute(ctx, s)
+	}
 	var st frontend.Status
 	if route != "" {
 		rctx, cancel := context.WithTimeout(ctx, f.cfg.HealthTimeout.D())
@@ -563,6 +571,9 @@ type Snapshot struct {
 	// StartTimes are the run's clock at each incarnation's start.
 	StartTimes []float64
 	Removals   int
+	// RoutesRead counts the incarnations whose route the harness read
+	// from their registration, their printed line late (route.go).
+	RoutesRead int
 	Samples    []Sample
 	Exits      []Exit
 	Log        string
@@ -572,7 +583,7 @@ type Snapshot struct {
 func (s *Server) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Snapshot{ID: s.ID, Index: s.Index, Added: s.Added, Starts: s.starts, StartTimes: slices.Clone(s.startTimes), Removals: s.removals,
+	return Snapshot{ID: s.ID, Index: s.Index, Added: s.Added, Starts: s.starts, StartTimes: slices.Clone(s.startTimes), Removals: s.removals, RoutesRead: s.routesRead,
 		Samples: append([]Sample(nil), s.samples...), Exits: append([]Exit(nil), s.exits...), Log: s.logPath}
 }
 

@@ -134,7 +134,7 @@ func (f *Fleet) launch(l *launch) {
 	}
 	done := make(chan struct{})
 	s.mu.Lock()
-	s.proc, s.started, s.done = p, time.Now(), done
+	s.proc, s.started, s.done, s.running = p, time.Now(), done, l.inc
 	s.starting = false
 	s.starts++
 	s.desc = p.Desc()

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,6 +25,7 @@ type workload struct {
 
 	fleet *Fleet
 	load  *Load
+	reg   *clientv3.Client // the health check's reader of registrations
 	stop  context.CancelFunc
 	bg    sync.WaitGroup
 }
@@ -34,9 +36,9 @@ func (kind) New(env *lab.Env, c lab.Cluster, s lab.Settings) (lab.Workload, erro
 
 // Seed writes the shard table into etcd.
 func (w *workload) Seed(ctx context.Context) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: w.cluster.Endpoints(lab.FromHost), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := w.etcd()
 	if err != nil {
-		return fmt.Errorf("connect etcd: %w", err)
+		return err
 	}
 	defer cli.Close()
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -49,11 +51,26 @@ func (w *workload) Seed(ctx context.Context) error {
 	return nil
 }
 
+// etcd is a client of the variant's etcd as the harness reaches it.
+func (w *workload) etcd() (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: w.cluster.Endpoints(lab.FromHost), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("connect etcd: %w", err)
+	}
+	return cli, nil
+}
+
 // Start starts the fleet (spread over start_spread) and the load.
 func (w *workload) Start(ctx context.Context) error {
 	ctx, w.stop = context.WithCancel(ctx)
 	w.shareCPU()
-	f, err := Start(ctx, Config{Settings: w.s, Env: w.env, Etcd: w.cluster.Endpoints(lab.FromSite), Prefix: w.prefix})
+	reg, err := w.etcd()
+	if err != nil {
+		return err
+	}
+	w.reg = reg
+	f, err := Start(ctx, Config{Settings: w.s, Env: w.env, Etcd: w.cluster.Endpoints(lab.FromSite), Prefix: w.prefix,
+		Registry: etcdRegistry{cli: reg, prefix: w.prefix}})
 	if err != nil {
 		return err
 	}
@@ -132,8 +149,12 @@ func (w *workload) Stop(context.Context) error {
 		w.stop()
 	}
 	w.bg.Wait()
-	if w.fleet == nil {
-		return nil
+	var errs []error
+	if w.fleet != nil {
+		errs = append(errs, w.fleet.Close())
 	}
-	return w.fleet.Close()
+	if w.reg != nil {
+		errs = append(errs, w.reg.Close())
+	}
+	return errors.Join(errs...)
 }

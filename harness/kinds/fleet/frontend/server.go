@@ -121,9 +121,13 @@ type Config struct {
 	ListenHost string `json:"listen_host"`
 	// Advertise is the host peers dial (default: ListenHost; "auto": the
 	// first IPv4 address of a non-loopback interface).
-	Advertise string       `json:"advertise"`
-	Seed      uint64       `json:"seed"`
-	Logger    *slog.Logger `json:"-"`
+	Advertise string `json:"advertise"`
+	// Incarnation counts the server's restarts (0 first); its
+	// registration carries it, so a reader can tell it from an earlier
+	// incarnation's.
+	Incarnation int          `json:"incarnation"`
+	Seed        uint64       `json:"seed"`
+	Logger      *slog.Logger `json:"-"`
 	// OnListen, when set, gets the bound addresses.
 	OnListen func(peer, route string) `json:"-"`
 }
@@ -165,6 +169,8 @@ type Member struct {
 	Cell  int    `json:"cell"`
 	Peer  string `json:"peer"`
 	Route string `json:"route"`
+	// Incarnation is the registering incarnation's (Config.Incarnation).
+	Incarnation int `json:"incarnation"`
 }
 
 // Status is what /status answers.
@@ -256,7 +262,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return net.JoinHostPort(h, port)
 	}
-	me := Member{ID: cfg.ID, Index: cfg.Index, Cell: s.cell, Peer: adv(peerLn.Addr()), Route: adv(routeLn.Addr())}
+	me := Member{ID: cfg.ID, Index: cfg.Index, Cell: s.cell, Peer: adv(peerLn.Addr()), Route: adv(routeLn.Addr()), Incarnation: cfg.Incarnation}
 
 	if cfg.PeerThreads == Pool {
 		s.work = make(chan func(), 1024)
