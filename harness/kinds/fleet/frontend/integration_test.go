@@ -64,6 +64,117 @@ func startEtcd(t *testing.T) etcdCluster {
 	return etcdCluster{c}
 }
 
+// servers runs front-end servers in this process and reads their status.
+type servers struct {
+	t      *testing.T
+	ec     etcdCluster
+	prefix string
+	boot   string
+	mu     sync.Mutex
+	routes map[string]string
+	wg     sync.WaitGroup
+	stops  map[string]context.CancelFunc
+}
+
+func newServers(t *testing.T, ec etcdCluster, prefix, boot string) *servers {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := ec.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if err := frontend.SeedStore(ctx, cli, prefix, frontend.NewTable(3000, 5)); err != nil {
+		t.Fatal(err)
+	}
+	s := &servers{t: t, ec: ec, prefix: prefix, boot: boot, routes: map[string]string{}, stops: map[string]context.CancelFunc{}}
+	t.Cleanup(s.stopAll)
+	return s
+}
+
+// start runs incarnation inc of server i until stop or the test's end.
+func (s *servers) start(i, inc int) {
+	id := fmt.Sprintf("fe-%02d", i)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.stops[id] = cancel
+	s.mu.Unlock()
+	st := frontend.DefaultSettings()
+	st.Bootstrap, st.PeerThreads = s.boot, frontend.PerPeer
+	st.Heartbeat, st.LeaseTTL = lab.Duration(200*time.Millisecond), lab.Duration(2*time.Second)
+	st.BootstrapTimeout = lab.Duration(time.Second)
+	s.wg.Go(func() {
+		err := frontend.Run(ctx, frontend.Config{
+			Settings: st, ID: id, Index: i, Incarnation: inc, Etcd: s.ec.Endpoints(), Prefix: s.prefix,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			OnListen: func(_, route string) {
+				s.mu.Lock()
+				s.routes[id] = route
+				s.mu.Unlock()
+			},
+		})
+		if err != nil {
+			s.t.Errorf("%s: %v", id, err)
+		}
+	})
+}
+
+func (s *servers) stop(id string) {
+	s.mu.Lock()
+	c := s.stops[id]
+	s.mu.Unlock()
+	c()
+}
+
+func (s *servers) stopAll() {
+	s.mu.Lock()
+	for _, c := range s.stops {
+		c()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *servers) route(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.routes[id]
+}
+
+func (s *servers) status(id string) frontend.Status {
+	var st frontend.Status
+	resp, err := http.Get("http://" + s.route(id) + "/status")
+	if err != nil {
+		return st
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return st
+}
+
+// ready: servers first to last all route, each knowing every other.
+func (s *servers) ready(first, last int) func() bool {
+	return func() bool {
+		for i := first; i <= last; i++ {
+			if st := s.status(fmt.Sprintf("fe-%02d", i)); !st.Ready || st.PeersKnown != last-first {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Three servers in one process against a real 3-member etcd: every one
 // completes its shard-map and routes, whether the table comes from the
 // store or from peers; a server that leaves is forgotten by the others.
@@ -71,87 +182,13 @@ func TestIntegration_FrontendFleetRoutes(t *testing.T) {
 	ec := startEtcd(t)
 	for _, boot := range []string{frontend.FromStore, frontend.FromPeers} {
 		t.Run(boot, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cli, err := ec.Client()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cli.Close()
-			prefix := "/test/" + boot
-			if err := frontend.SeedStore(ctx, cli, prefix, frontend.NewTable(3000, 5)); err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
-			routes := map[string]string{}
-			var wg sync.WaitGroup
-			cancels := map[string]context.CancelFunc{}
+			s := newServers(t, ec, "/test/"+boot, boot)
 			for i := 1; i <= 3; i++ {
-				id := fmt.Sprintf("fe-%02d", i)
-				sctx, scancel := context.WithCancel(ctx)
-				cancels[id] = scancel
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					st := frontend.DefaultSettings()
-					st.Bootstrap, st.PeerThreads = boot, frontend.PerPeer
-					st.Heartbeat, st.LeaseTTL = lab.Duration(200*time.Millisecond), lab.Duration(2*time.Second)
-					st.BootstrapTimeout = lab.Duration(time.Second)
-					err := frontend.Run(sctx, frontend.Config{
-						Settings: st, ID: id, Index: i, Etcd: ec.Endpoints(), Prefix: prefix,
-						Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-						OnListen: func(_, route string) {
-							mu.Lock()
-							routes[id] = route
-							mu.Unlock()
-						},
-					})
-					if err != nil {
-						t.Errorf("%s: %v", id, err)
-					}
-				}()
+				s.start(i, 0)
 				time.Sleep(300 * time.Millisecond)
 			}
-			defer func() {
-				for _, c := range cancels {
-					c()
-				}
-				wg.Wait()
-			}()
-			status := func(id string) frontend.Status {
-				mu.Lock()
-				addr := routes[id]
-				mu.Unlock()
-				var st frontend.Status
-				resp, err := http.Get("http://" + addr + "/status")
-				if err != nil {
-					return st
-				}
-				defer resp.Body.Close()
-				_ = json.NewDecoder(resp.Body).Decode(&st)
-				return st
-			}
-			waitFor := func(what string, ok func() bool) {
-				t.Helper()
-				for deadline := time.Now().Add(20 * time.Second); !ok(); {
-					if time.Now().After(deadline) {
-						t.Fatalf("timed out waiting for %s", what)
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
-			}
-			waitFor("all ready", func() bool {
-				for i := 1; i <= 3; i++ {
-					if st := status(fmt.Sprintf("fe-%02d", i)); !st.Ready || st.PeersKnown != 2 {
-						return false
-					}
-				}
-				return true
-			})
-			mu.Lock()
-			addr := routes["fe-02"]
-			mu.Unlock()
-			resp, err := http.Get("http://" + addr + "/route?key=stream-1/shard-7")
+			waitFor(t, "all ready", s.ready(1, 3))
+			resp, err := http.Get("http://" + s.route("fe-02") + "/route?key=stream-1/shard-7")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,14 +197,44 @@ func TestIntegration_FrontendFleetRoutes(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("route: %d %s", resp.StatusCode, body)
 			}
-			if st := status("fe-03"); boot == frontend.FromPeers && st.TableFrom == "store" {
+			if st := s.status("fe-03"); boot == frontend.FromPeers && st.TableFrom == "store" {
 				t.Errorf("fe-03 read the store though its peers were ready: %+v", st)
 			}
-			cancels["fe-01"]()
-			waitFor("fe-01 forgotten", func() bool {
-				st := status("fe-02")
+			s.stop("fe-01")
+			waitFor(t, "fe-01 forgotten", func() bool {
+				st := s.status("fe-02")
 				return st.PeersKnown == 1 && st.Ready
 			})
 		})
 	}
+}
+
+// A server killed before its lease ran out leaves its registration, and
+// its next incarnation registers over it (no delete between): its peers
+// must drop the dead address and reach the new one, or they wait on it
+// for good and never route (as the health check then saw on containers).
+func TestIntegration_PeerRegisteredAgainIsReachedAtItsNewAddress(t *testing.T) {
+	ec := startEtcd(t)
+	prefix := "/test/again"
+	s := newServers(t, ec, prefix, frontend.FromStore)
+	cli, err := ec.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lease, err := cli.Grant(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := json.Marshal(frontend.Member{ID: "fe-03", Index: 3, Peer: "127.0.0.1:9", Route: "127.0.0.1:9"})
+	if _, err := cli.Put(ctx, frontend.MembersPrefix(prefix)+"fe-03", string(dead), clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	s.start(1, 0)
+	s.start(2, 0)
+	waitFor(t, "fe-01 and fe-02 learn the dead fe-03", func() bool { return s.status("fe-01").PeersKnown == 2 && s.status("fe-02").PeersKnown == 2 })
+	s.start(3, 1)
+	waitFor(t, "all three route, fe-03 reached at its new address", s.ready(1, 3))
 }

@@ -401,33 +401,16 @@ func (s *Server) watchMembers(ctx context.Context) error {
 }
 
 func (s *Server) memberUp(ctx context.Context, v []byte, delay time.Duration) {
-	var m Member
-	if err := json.Unmarshal(v, &m); err != nil || m.ID == "" || m.ID == s.cfg.ID || m.Cell != s.cell {
+	m, ok := s.member(v)
+	if !ok {
 		return
 	}
-	learn := func() {
-		s.mu.Lock()
-		if _, ok := s.peers[m.ID]; ok || ctx.Err() != nil {
-			s.mu.Unlock()
-			return
-		}
-		pctx, cancel := context.WithCancel(ctx)
-		s.peers[m.ID] = &peer{m: m, cancel: cancel, learned: time.Now()}
-		n := len(s.peers)
-		s.mu.Unlock()
-		s.log.Info("peer learned", "peer", m.ID, "peers", n)
-		if s.cfg.PeerThreads == PerPeer {
-			go s.peerThread(pctx, m)
-		} else {
-			go s.peerReader(pctx, m)
-		}
-	}
 	if delay <= 0 {
-		learn()
+		s.learn(ctx, m)
 		return
 	}
 	time.AfterFunc(delay, func() {
-		// Learn only if it is still a member.
+		// Learn only if it is still a member, as it is registered now.
 		if ctx.Err() != nil {
 			return
 		}
@@ -435,9 +418,52 @@ func (s *Server) memberUp(ctx context.Context, v []byte, delay time.Duration) {
 		resp, err := s.cli.Get(gctx, MembersPrefix(s.cfg.Prefix)+m.ID)
 		cancel()
 		if err == nil && len(resp.Kvs) > 0 {
-			learn()
+			if now, ok := s.member(resp.Kvs[0].Value); ok {
+				s.learn(ctx, now)
+			}
 		}
 	})
+}
+
+// member reads a registration; ok when it is a peer: another server of
+// this server's cell.
+func (s *Server) member(v []byte) (Member, bool) {
+	var m Member
+	if err := json.Unmarshal(v, &m); err != nil || m.ID == "" || m.ID == s.cfg.ID || m.Cell != s.cell {
+		return Member{}, false
+	}
+	return m, true
+}
+
+// learn starts talking to peer m. A peer already known under another
+// registration (a new incarnation, whose earlier one was killed before
+// its lease ran out: no delete came between) is dropped first, its
+// thread with it: the earlier address is gone.
+func (s *Server) learn(ctx context.Context, m Member) {
+	s.mu.Lock()
+	if ctx.Err() != nil {
+		s.mu.Unlock()
+		return
+	}
+	if old, ok := s.peers[m.ID]; ok {
+		if old.m == m {
+			s.mu.Unlock()
+			return
+		}
+		old.cancel()
+		delete(s.peers, m.ID)
+		s.log.Info("peer registered again", "peer", m.ID, "incarnation", m.Incarnation, "was", old.m.Incarnation)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	s.peers[m.ID] = &peer{m: m, cancel: cancel, learned: time.Now()}
+	n := len(s.peers)
+	s.mu.Unlock()
+	s.log.Info("peer learned", "peer", m.ID, "peers", n)
+	if s.cfg.PeerThreads == PerPeer {
+		go s.peerThread(pctx, m)
+	} else {
+		go s.peerReader(pctx, m)
+	}
 }
 
 func (s *Server) memberDown(id string) {
@@ -457,7 +483,7 @@ func (s *Server) memberDown(id string) {
 // with it.
 func (s *Server) peerThread(ctx context.Context, m Member) {
 	runtime.LockOSThread()
-	s.peerLoop(ctx, m, func(msg []byte) { s.handlePeerMsg(m.ID, msg) })
+	s.peerLoop(ctx, m, func(msg []byte) { s.handlePeerMsg(m, msg) })
 }
 
 // peerReader is the mitigation: an ordinary goroutine reads the connection
@@ -465,7 +491,7 @@ func (s *Server) peerThread(ctx context.Context, m Member) {
 func (s *Server) peerReader(ctx context.Context, m Member) {
 	s.peerLoop(ctx, m, func(msg []byte) {
 		select {
-		case s.work <- func() { s.handlePeerMsg(m.ID, msg) }:
+		case s.work <- func() { s.handlePeerMsg(m, msg) }:
 		case <-ctx.Done():
 		}
 	})
@@ -512,7 +538,7 @@ func (s *Server) peerLoop(ctx context.Context, m Member, handle func([]byte)) {
 		stop()
 		conn.Close()
 		s.mu.Lock()
-		if p := s.peers[m.ID]; p != nil {
+		if p := s.peers[m.ID]; p != nil && p.m == m {
 			p.synced = false
 		}
 		s.mu.Unlock()
@@ -531,7 +557,8 @@ type peerMsg struct {
 
 // handlePeerMsg decodes one message of a peer: the shard-map work that runs
 // on the peer's thread (or a pool thread).
-func (s *Server) handlePeerMsg(id string, line []byte) {
+func (s *Server) handlePeerMsg(m Member, line []byte) {
+	id := m.ID
 	var msg peerMsg
 	if err := json.Unmarshal(line, &msg); err != nil {
 		s.log.Warn("bad peer message", "peer", id, "err", err)
@@ -551,7 +578,7 @@ func (s *Server) handlePeerMsg(id string, line []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.peers[id]
-	if p == nil {
+	if p == nil || p.m != m { // an earlier registration's late message
 		return
 	}
 	p.lastSeen = time.Now()
