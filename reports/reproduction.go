@@ -223,8 +223,9 @@ type RateGroup struct {
 	// LabFailed lists runs in which the lab itself failed: not counted.
 	LabFailed []KeptRun
 	// Unproven lists runs judged before the proof that one of the
-	// scenario's faults landed was made stricter (UnprovenWhy): their
-	// verdicts rest on the weaker proof, so they are not counted.
+	// scenario's faults landed was made stricter, or before its
+	// workload's program was mended (UnprovenWhy): their verdicts rest on
+	// the weaker proof or the defect, so they are not counted.
 	Unproven    []KeptRun
 	UnprovenWhy Revision
 	Reproduced  int
@@ -233,7 +234,8 @@ type RateGroup struct {
 }
 
 // A Revision is when the proof that one of a scenario's faults landed
-// was made stricter, and what it proves since (faults.Revised).
+// was made stricter, and what it proves since (faults.Revised), or when
+// its workload's program was mended, and what was (lab.Mended).
 type Revision struct {
 	Scenario string
 	Since    time.Time

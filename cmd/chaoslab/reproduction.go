@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chaoslab/chaoslab/harness/faults"
+	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/reports"
 	"github.com/chaoslab/chaoslab/scenarios"
 )
@@ -30,7 +31,8 @@ added twice, so runs of several sessions add up; runs of an earlier text of a
 scenario stay kept and are not counted (a run is identified by what it ran:
 the scenario's fields and its own size's, not its comments or other sizes),
 nor are runs judged before the proof that one of the scenario's faults
-landed was made stricter (the table says which and since when).
+landed was made stricter, or before a defect of its workload's program
+was mended (the table says which and since when).
 scripts/reproduce.sh runs the seeds and calls this.
 
 --next-seed SCENARIO:PLACEMENT prints the seed after the largest kept one
@@ -117,7 +119,8 @@ func builtinTexts() (reports.Texts, error) {
 }
 
 // builtinRevisions are, per built-in scenario, when the proof that one
-// of its faults landed was last made stricter (faults.Revised).
+// of its faults landed was last made stricter (faults.Revised) and when
+// its workload's program was last mended (lab.Mended).
 func builtinRevisions() ([]reports.Revision, error) {
 	all, err := scenarios.Builtin()
 	if err != nil {
@@ -125,6 +128,12 @@ func builtinRevisions() ([]reports.Revision, error) {
 	}
 	var out []reports.Revision
 	for _, s := range all {
+		if k, err := lab.GetKind(s.Kind()); err == nil {
+			if m, ok := k.(lab.Mended); ok {
+				since, what := m.Mended()
+				out = append(out, reports.Revision{Scenario: s.ID, Since: since, What: what})
+			}
+		}
 		for _, v := range s.VariantNames() {
 			steps, err := s.FaultsFor(v)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"time"
 )
 
 // A Kind is a workload kind (zk-tree-mirror, kinesis-frontend, exec): its
@@ -28,6 +29,15 @@ type Kind interface {
 	Noun() (one, many string)
 	// New prepares the workload of one variant against a started cluster.
 	New(env *Env, c Cluster, s Settings) (Workload, error)
+}
+
+// Mended is implemented by a kind whose program or measurement was
+// mended after runs were kept, in a way that can change a verdict (a
+// defect of chaoslab's own server, not of the incident's design): a run
+// before since measured the defect too, so reproduction rates do not
+// count it, passes and misses alike (what says what was mended).
+type Mended interface {
+	Mended() (since time.Time, what string)
 }
 
 // PlacementPreference is implemented by a kind whose scenarios were
