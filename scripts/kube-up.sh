@@ -196,6 +196,9 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 # Not /usr/libexec/kubernetes on the host.
 volumePluginDir: "$D/var/lib/kubelet-plugins"
+# A container's standard output and error served apart (alpha in 1.34):
+# the placement reads an agent's samples apart from its log.
+featureGates: {PodLogsQuerySplitStreams: true}
 EOF
 
 say "certificates and configuration"
@@ -272,7 +275,8 @@ start kube-apiserver "$B/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
   --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$D/pki/sa.pub" \
   --service-account-signing-key-file="$D/pki/sa.key" --service-cluster-ip-range=10.96.0.0/16 \
   --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-  --allow-privileged=true --profiling=false --v=1
+  --allow-privileged=true --profiling=false --v=1 \
+  --feature-gates=PodLogsQuerySplitStreams=true
 # The forwarder: host loopback port -> a socket in the folder -> the API
 # server's port in the namespace.
 start forward-in socat "UNIX-LISTEN:$D/run/apiserver.sock,fork,unlink-early" TCP:127.0.0.1:6443

@@ -2,7 +2,9 @@ package kubernetes
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -164,4 +166,108 @@ func followLogs(ctx context.Context, k kubectl, ns, pod, container, path string)
 		close(done)
 	}()
 	return done, cancel, nil
+}
+
+// splitStreams is the feature gate under which the API server serves a
+// container's standard output and error apart (alpha since 1.32).
+const splitStreams = "PodLogsQuerySplitStreams"
+
+// featureEnabled reads from the API server's metrics whether a feature
+// gate is on.
+func featureEnabled(ctx context.Context, k kubectl, gate string) (bool, error) {
+	out, err := k.run(ctx, nil, "get", "--raw", "/metrics")
+	if err != nil {
+		return false, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "kubernetes_feature_enabled{") && strings.Contains(line, `name="`+gate+`"`) {
+			f := strings.Fields(line)
+			return f[len(f)-1] == "1", nil
+		}
+	}
+	return false, sc.Err()
+}
+
+// followOutput copies a container's output from its first line until it
+// ends or stop is called: each standard output line to stdout, standard
+// error to stderr. With split, the API server serves the two streams
+// apart; else they come together, and a line that is a JSON object goes
+// to stdout (what chaoslab's agents print there), every other to stderr.
+// A nil stdout sends every line to stderr.
+func followOutput(ctx context.Context, k kubectl, ns, pod, container string, split bool, stdout func([]byte), stderr io.Writer) (<-chan struct{}, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	errw := &lockedWriter{w: stderr}
+	toOut := func(line []byte) {
+		if stdout != nil {
+			stdout(line)
+			return
+		}
+		errw.Write(append(line, '\n'))
+	}
+	logURL := func(stream string) string {
+		return "/api/v1/namespaces/" + ns + "/pods/" + pod + "/log?container=" + container + "&follow=true&stream=" + stream
+	}
+	type source struct {
+		args []string
+		line func([]byte)
+	}
+	var sources []source
+	if split {
+		sources = []source{
+			{[]string{"get", "--raw", logURL("Stdout")}, toOut},
+			{[]string{"get", "--raw", logURL("Stderr")}, func(l []byte) { errw.Write(append(l, '\n')) }},
+		}
+	} else {
+		sources = []source{{[]string{"logs", "-f", "-n", ns, "pod/" + pod, "-c", container}, func(l []byte) {
+			if stdout != nil && json.Valid(l) && bytes.HasPrefix(bytes.TrimSpace(l), []byte("{")) {
+				stdout(l)
+				return
+			}
+			errw.Write(append(l, '\n'))
+		}}}
+	}
+	var wg sync.WaitGroup
+	for _, src := range sources {
+		cmd := k.command(ctx, src.args...)
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return nil, nil, fmt.Errorf("follow output of %s: %w", pod, err)
+		}
+		wg.Go(func() {
+			rd := bufio.NewReaderSize(out, 64<<10)
+			for {
+				line, err := rd.ReadBytes('\n')
+				if len(line) > 0 {
+					src.line(bytes.TrimSuffix(line, []byte("\n")))
+				}
+				if err != nil {
+					break
+				}
+			}
+			_ = cmd.Wait()
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done, cancel, nil
+}
+
+// lockedWriter serializes writes from several streams.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -2,16 +2,23 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/infra/owner"
+	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
@@ -23,28 +30,9 @@ import (
 // reaches every server through its port forward, and checks that the
 // site's Close leaves no namespace. Skipped when no cluster answers.
 func TestIntegration_KubernetesZooKeeper(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts ZooKeeper pods on a Kubernetes cluster (skipped with -short)")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: the test cluster (./scripts/kube-up.sh) runs as root")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	log := labtest.Logger(t)
-	plc, err := New(lab.PlacementOptions{Log: log})
-	require.NoError(t, err)
-	if err := plc.Available(ctx); err != nil {
-		t.Skipf("no Kubernetes cluster answers (./scripts/kube-up.sh starts the test cluster): %v", err)
-	}
-	sys, err := lab.GetSystem(zookeeper.Name)
-	require.NoError(t, err)
-	topo := sys.NewTopology().(*zookeeper.Topology)
-	topo.HeapMB = 128
-	if err := plc.Prepare(ctx, topo.Images()); err != nil {
-		t.Skipf("the cluster cannot run ZooKeeper (./scripts/kube-up.sh moves the images `chaoslab images build` made into it): %v", err)
-	}
-	require.NoError(t, sys.Prepare(ctx, plc, log))
+	plc, sys, topo, log := zooKeeperOnCluster(t, ctx)
 	k := plc.(*Placement).k
 
 	dir := t.TempDir()
@@ -156,4 +144,134 @@ func TestIntegration_KubernetesZooKeeper(t *testing.T) {
 	}
 	require.NoError(t, k.getJSON(ctx, &left, "namespaces", "-l", LabelRun+"="+runID))
 	require.Empty(t, left.Items, "no namespace of the run is left")
+}
+
+// zooKeeperOnCluster skips the test without root or a cluster that can
+// run ZooKeeper; else it returns the placement prepared for it.
+func zooKeeperOnCluster(t *testing.T, ctx context.Context) (lab.Placement, lab.System, *zookeeper.Topology, *slog.Logger) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts pods on a Kubernetes cluster (skipped with -short)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: the test cluster (./scripts/kube-up.sh) runs as root")
+	}
+	log := labtest.Logger(t)
+	plc, err := New(lab.PlacementOptions{Log: log})
+	require.NoError(t, err)
+	if err := plc.Available(ctx); err != nil {
+		t.Skipf("no Kubernetes cluster answers (./scripts/kube-up.sh starts the test cluster): %v", err)
+	}
+	sys, err := lab.GetSystem(zookeeper.Name)
+	require.NoError(t, err)
+	topo := sys.NewTopology().(*zookeeper.Topology)
+	topo.HeapMB = 128
+	needs := append(topo.Images(), lab.ImageNeed{Name: lab.AgentImage, Defaults: []string{images.ChaoslabRef("")}})
+	if err := plc.Prepare(ctx, needs); err != nil {
+		t.Skipf("the cluster cannot run ZooKeeper and chaoslab's agents (./scripts/kube-up.sh moves the images `chaoslab images build` made into it): %v", err)
+	}
+	require.NoError(t, sys.Prepare(ctx, plc, log))
+	return plc, sys, topo, log
+}
+
+// Clients as pods (issue 27): two tree mirrors of chaoslab's own agent
+// against a ZooKeeper ensemble on the cluster, one with room for the
+// 20 MB tree (it reports its samples on its standard output, its log on
+// its standard error, each where it belongs) and one whose 12 MiB limit
+// cannot hold it: the kubelet OOM-kills it, and the exit says so, read
+// from the pod's status (OOMKilled).
+func TestIntegration_KubernetesClients(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	plc, sys, topo, log := zooKeeperOnCluster(t, ctx)
+	dir := t.TempDir()
+	runID := fmt.Sprintf("t-kube-clients-%d", time.Now().UnixNano()%1e9)
+	site, err := plc.Open(ctx, runID, dir, log)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = site.Close() })
+	env := &lab.Env{RunID: runID, Dir: dir, LogDir: filepath.Join(dir, "logs"), T0: time.Now(), Site: site, Log: log}
+	require.NoError(t, os.MkdirAll(env.LogDir, 0o755))
+	c, err := sys.Start(ctx, env, topo)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	conn, _, err := zk.Connect(c.Endpoints(lab.FromHost), 10*time.Second, zk.WithLogInfo(false))
+	require.NoError(t, err)
+	defer conn.Close()
+	tree := zkmirror.Tree{Root: "/mirror", Fanout: []int{200}, DataBytes: 100_000}
+	require.NoError(t, zkmirror.Seed(ctx, conn, tree, nil, log))
+
+	type client struct {
+		mu     sync.Mutex
+		out    []string
+		stderr strings.Builder
+		proc   lab.Proc
+	}
+	start := func(id string, mb int) *client {
+		cl := &client{}
+		cfg := zkmirror.Config{Client: zkmirror.NewSettings().Client, ID: id, Servers: c.Endpoints(lab.FromSite), Root: tree.Root, Seed: 1}
+		p, err := site.Start(ctx, lab.Program{Name: id + "-0", Alias: id, Role: "client", Agent: zkmirror.KindName, Config: cfg,
+			Limits: lab.Limits{MemoryMB: mb},
+			Stdout: func(line []byte) { cl.mu.Lock(); cl.out = append(cl.out, string(line)); cl.mu.Unlock() },
+			Stderr: &lockedBuilder{mu: &cl.mu, b: &cl.stderr}})
+		require.NoError(t, err, id)
+		cl.proc = p
+		return cl
+	}
+	roomy, tight := start("client-01", 256), start("client-02", 12)
+
+	select {
+	case <-tight.proc.Done():
+	case <-time.After(90 * time.Second):
+		t.Fatalf("client-02 (12 MiB) still runs after 90 s")
+	}
+	e := tight.proc.Exit()
+	require.True(t, e.OOM, "client-02 OOM-killed by the kubelet, its pod's status says OOMKilled: %+v", e)
+	t.Logf("client-02 ended: %s", e.How)
+
+	require.Eventually(t, func() bool {
+		roomy.mu.Lock()
+		defer roomy.mu.Unlock()
+		for _, l := range roomy.out {
+			var smp zkmirror.Sample
+			if json.Unmarshal([]byte(l), &smp) == nil && smp.ID == "client-01" && smp.Nodes >= tree.Nodes() {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, time.Second, "client-01 reports its whole mirror on its standard output")
+	roomy.mu.Lock()
+	for _, l := range roomy.out {
+		require.True(t, json.Valid([]byte(l)), "only samples on its standard output: %q", l)
+	}
+	require.Contains(t, roomy.stderr.String(), "level=", "its log (standard error) is its own")
+	require.NotContains(t, roomy.stderr.String(), `{"t":`, "no sample in its log")
+	roomy.mu.Unlock()
+	select {
+	case <-roomy.proc.Done():
+		t.Fatalf("client-01 ended: %+v", roomy.proc.Exit())
+	default:
+	}
+	ex := roomy.proc.Stop(2 * time.Second)
+	require.True(t, ex.Stopped, "stopped by the lab: %+v", ex)
+	require.NoError(t, roomy.proc.Release())
+	require.NoError(t, tight.proc.Release())
+
+	require.NoError(t, c.Close())
+	require.NoError(t, site.Close())
+	k := plc.(*Placement).k
+	_, err = k.run(ctx, nil, "get", "namespace", site.(*Site).Namespace())
+	require.True(t, isNotFound(err), "the namespace is gone: %v", err)
+}
+
+// lockedBuilder is a log writer guarded by its client's lock.
+type lockedBuilder struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }

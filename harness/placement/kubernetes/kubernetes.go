@@ -61,6 +61,9 @@ type Placement struct {
 	images imagepick.Record
 	mu     sync.Mutex
 	server string // the cluster's version, for the report
+	// split: the API server serves a container's standard output and
+	// error apart (the PodLogsQuerySplitStreams feature).
+	split bool
 }
 
 // New is the Kubernetes placement of a run.
@@ -111,6 +114,13 @@ func (p *Placement) Prepare(ctx context.Context, needs []lab.ImageNeed) error {
 			p.mu.Unlock()
 		}
 	}
+	if on, err := featureEnabled(ctx, p.k, splitStreams); err != nil {
+		p.log.Warn("read the API server's features", "err", err)
+	} else {
+		p.mu.Lock()
+		p.split = on
+		p.mu.Unlock()
+	}
 	// The kubelet lists a node's images from a cache it refreshes every
 	// 30 s and reports every 10 s: images moved into a node just now
 	// (kube-up.sh) are not listed yet; wait that long for them.
@@ -160,6 +170,14 @@ func (p *Placement) resolve(n lab.ImageNeed, present func(string) bool) (string,
 	return ref, nil
 }
 
+// splitLogs says whether the API server serves a container's standard
+// output and error apart.
+func (p *Placement) splitLogs() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.split
+}
+
 // Image is the image resolved for a name by Prepare ("" when none was).
 func (p *Placement) Image(name string) string { return p.images.Image(name) }
 
@@ -199,7 +217,8 @@ func (p *Placement) Open(ctx context.Context, runID, dir string, log *slog.Logge
 	if _, err := p.k.run(ctx, mustJSON(obj), "create", "-f", "-"); err != nil {
 		return nil, fmt.Errorf("open kubernetes site: %w", err)
 	}
-	s := &Site{p: p, k: p.k, runID: runID, ns: ns, dir: dir, log: log, servers: map[string]*server{}}
+	s := &Site{p: p, k: p.k, runID: runID, ns: ns, dir: dir, log: log, servers: map[string]*server{},
+		programs: map[string]*program{}, early: map[string]*pod{}}
 	if err := s.open(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("open kubernetes site: %w", err)

@@ -133,7 +133,7 @@ func (sv *server) start(ctx context.Context, up bool) error {
 	if err := json.Unmarshal(out, &created); err != nil {
 		return fmt.Errorf("start %s: %w", l.Name, err)
 	}
-	pp := newPodProc(sv.site.ns, sv.pod, created.Metadata.UID)
+	pp := newPodProc(sv.site.ns, sv.pod, serverContainer, created.Metadata.UID)
 	sv.mu.Lock()
 	sv.proc = pp
 	if ev, ok := sv.seen[pp.uid]; ok {
@@ -230,22 +230,9 @@ func (sv *server) objects() (cm, pd map[string]any) {
 		volumes = append(volumes, map[string]any{"name": v, "emptyDir": map[string]any{}})
 		mounts = append(mounts, map[string]any{"name": v, "mountPath": dir})
 	}
-	files := sv.Files()
-	if len(files) > 0 {
-		paths := make([]string, 0, len(files))
-		for f := range files {
-			paths = append(paths, f)
-		}
-		sort.Strings(paths)
-		data := map[string]string{}
-		for i, f := range paths {
-			key := "f" + strconv.Itoa(i) + "-" + keySafe(path.Base(f))
-			data[key] = files[f]
-			mounts = append(mounts, map[string]any{"name": "files", "mountPath": f, "subPath": key, "readOnly": true})
-		}
-		cm = map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": sv.pod + "-files", "labels": labels}, "data": data}
-		volumes = append(volumes, map[string]any{"name": "files", "configMap": map[string]any{"name": sv.pod + "-files"}})
+	cm, vol, fm := fileObjects(sv.pod, sv.Files(), labels)
+	if cm != nil {
+		volumes, mounts = append(volumes, vol), append(mounts, fm...)
 	}
 	c["volumeMounts"] = mounts
 	grace := 5
@@ -265,6 +252,28 @@ func (sv *server) objects() (cm, pd map[string]any) {
 		},
 	}
 	return cm, pd
+}
+
+// fileObjects are a pod's files as a ConfigMap, its volume and a mount
+// of each file at its path (nil when there are none).
+func fileObjects(pod string, files, labels map[string]string) (cm, volume map[string]any, mounts []map[string]any) {
+	if len(files) == 0 {
+		return nil, nil, nil
+	}
+	paths := make([]string, 0, len(files))
+	for f := range files {
+		paths = append(paths, f)
+	}
+	sort.Strings(paths)
+	data := map[string]string{}
+	for i, f := range paths {
+		key := "f" + strconv.Itoa(i) + "-" + keySafe(path.Base(f))
+		data[key] = files[f]
+		mounts = append(mounts, map[string]any{"name": "files", "mountPath": f, "subPath": key, "readOnly": true})
+	}
+	cm = map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": pod + "-files", "labels": labels}, "data": data}
+	return cm, map[string]any{"name": "files", "configMap": map[string]any{"name": pod + "-files"}}, mounts
 }
 
 // resources are a program's limits as a container's: requests small, so
@@ -470,7 +479,7 @@ func (sv *server) Disconnected() bool              { return false }
 // podProc is one pod of a server as a lab.Proc, its state from the
 // site's watch.
 type podProc struct {
-	ns, name, uid string
+	ns, name, container, uid string
 
 	started chan struct{} // closed once the container runs, or cannot
 	done    chan struct{}
@@ -484,8 +493,8 @@ type podProc struct {
 	limitB   int64
 }
 
-func newPodProc(ns, name, uid string) *podProc {
-	return &podProc{ns: ns, name: name, uid: uid, started: make(chan struct{}), done: make(chan struct{})}
+func newPodProc(ns, name, container, uid string) *podProc {
+	return &podProc{ns: ns, name: name, container: container, uid: uid, started: make(chan struct{}), done: make(chan struct{})}
 }
 
 // update takes the pod as the API server has it now.
@@ -494,12 +503,12 @@ func (pp *podProc) update(typ string, p *pod) {
 		pp.end(lab.ProcExit{How: "its pod was deleted"})
 		return
 	}
-	if q, err := quantity(p.limit(serverContainer, "memory")); err == nil {
+	if q, err := quantity(p.limit(pp.container, "memory")); err == nil {
 		pp.mu.Lock()
 		pp.limitB = int64(q)
 		pp.mu.Unlock()
 	}
-	c := p.container(serverContainer)
+	c := p.container(pp.container)
 	switch {
 	case c != nil && c.State.Terminated != nil:
 		pp.end(exitOf(c.State.Terminated))

@@ -30,6 +30,8 @@ type Site struct {
 
 	mu       sync.Mutex
 	servers  map[string]*server
+	programs map[string]*program // by pod name (program.go)
+	early    map[string]*pod     // a program pod's last event before its uid was claimed
 	laidOut  int
 	ports    map[int]bool // host ports taken on the nodes' network
 	nextPort int
@@ -169,8 +171,14 @@ func (s *Site) watch(ctx context.Context) {
 func (s *Site) dispatch(typ string, p *pod) {
 	s.mu.Lock()
 	sv := s.servers[p.Metadata.Labels[LabelMember]]
+	pg := s.programs[p.Metadata.Labels[LabelProgram]]
 	s.mu.Unlock()
-	if sv != nil {
+	switch {
+	case p.Metadata.Labels[LabelProgram] != "":
+		if pg != nil {
+			pg.observe(typ, p)
+		}
+	case sv != nil:
 		sv.observe(typ, p)
 	}
 }
@@ -179,12 +187,6 @@ func (s *Site) Placement() lab.Placement { return s.p }
 
 // Namespace is the variant's namespace.
 func (s *Site) Namespace() string { return s.ns }
-
-// Start runs a program as a pod: not yet on this placement (issue 27:
-// clients come after servers).
-func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
-	return nil, fmt.Errorf("start %s: programs other than a system's servers do not run on the kubernetes placement yet", prog.Name)
-}
 
 // Listen: a program in a pod listens on every interface and advertises
 // its pod's address.
@@ -223,9 +225,21 @@ func (s *Site) Close() error {
 	for _, sv := range s.servers {
 		svs = append(svs, sv)
 	}
+	var stops []func()
+	for _, pg := range s.programs {
+		pg.mu.Lock()
+		if pg.stopLogs != nil {
+			stops = append(stops, pg.stopLogs)
+		}
+		pg.stopLogs = nil
+		pg.mu.Unlock()
+	}
 	s.mu.Unlock()
 	for _, sv := range svs {
 		sv.detach()
+	}
+	for _, stop := range stops {
+		stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
