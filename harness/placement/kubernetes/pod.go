@@ -59,10 +59,12 @@ type containerState struct {
 }
 
 type terminated struct {
-	ExitCode int    `json:"exitCode"`
-	Signal   int    `json:"signal"`
-	Reason   string `json:"reason"`
-	Message  string `json:"message"`
+	// StartedAt is set when the container ran before it ended.
+	StartedAt string `json:"startedAt"`
+	ExitCode  int    `json:"exitCode"`
+	Signal    int    `json:"signal"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
 }
 
 // container is the status of the pod's container name (nil: none yet).

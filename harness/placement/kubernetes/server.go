@@ -486,6 +486,7 @@ type podProc struct {
 
 	mu       sync.Mutex
 	running  bool
+	ran      bool // its container ran (it may have ended since)
 	failed   error
 	exit     lab.ProcExit
 	stopped  bool
@@ -511,10 +512,15 @@ func (pp *podProc) update(typ string, p *pod) {
 	c := p.container(pp.container)
 	switch {
 	case c != nil && c.State.Terminated != nil:
+		if c.State.Terminated.StartedAt != "" {
+			pp.mu.Lock()
+			pp.ran = true // it ran, if too briefly for an event to say so
+			pp.mu.Unlock()
+		}
 		pp.end(exitOf(c.State.Terminated))
 	case c != nil && c.State.Running != nil:
 		pp.mu.Lock()
-		pp.running, pp.restarts = true, c.RestartCount
+		pp.running, pp.ran, pp.restarts = true, true, c.RestartCount
 		pp.mu.Unlock()
 		closeOnce(pp.started)
 	case c != nil && c.State.Waiting != nil && stuck[c.State.Waiting.Reason]:
@@ -564,7 +570,9 @@ func (pp *podProc) startErr() error {
 	}
 	select {
 	case <-pp.done:
-		return fmt.Errorf("pod %s/%s: %s before it ran", pp.ns, pp.name, pp.exit.How)
+		if !pp.ran {
+			return fmt.Errorf("pod %s/%s: %s before it ran", pp.ns, pp.name, pp.exit.How)
+		}
 	default:
 	}
 	return nil
