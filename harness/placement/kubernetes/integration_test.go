@@ -16,12 +16,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/infra/owner"
 	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
+	"github.com/chaoslab/chaoslab/record"
 )
 
 // TestIntegration_KubernetesZooKeeper starts a 3-server ensemble on the
@@ -99,6 +101,31 @@ func TestIntegration_KubernetesZooKeeper(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{lab.RoleLeader: 1, lab.RoleFollower: 2}, roles)
 	t.Logf("leader %s", leader.Name())
+
+	// pause: the leader's pod frozen for 3 s, proven from the kernel's
+	// freezer (its state read back: paused), then thawed; the ensemble
+	// is whole again.
+	pctx, proofs := faults.WithProofs(ctx, nil)
+	ls := leader.(lab.Server)
+	paused := make(chan string, 1)
+	go func() {
+		time.Sleep(time.Second)
+		st, _ := ls.State(ctx)
+		paused <- st
+	}()
+	require.NoError(t, faults.MustNew("pause").Inject(pctx, leader, 3*time.Second))
+	require.Equal(t, lab.StatePaused, <-paused, "paused while the fault lasts")
+	pr := proofs.List()
+	require.Len(t, pr, 1)
+	require.Equal(t, record.Landed, pr[0].Landed, "%+v", pr[0])
+	t.Logf("pause proven: %s", pr[0].Observed)
+	require.False(t, ls.Paused())
+	st, err := ls.State(ctx)
+	require.NoError(t, err)
+	require.Equal(t, lab.StateRunning, st, "thawed")
+	hctx, hcancel = context.WithTimeout(ctx, time.Minute)
+	require.NoError(t, c.WaitHealthy(hctx))
+	hcancel()
 	for _, sv := range site.(*Site).servers {
 		n, why := sv.relay.ended()
 		t.Logf("%s: %d port forwards ended while its pod ran (the last said: %s)", sv.Name(), n, why)

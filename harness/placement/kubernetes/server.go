@@ -107,6 +107,7 @@ type server struct {
 	stopLogs func()
 	seen     map[string]*pod // the last event of each pod uid not yet claimed
 	detached bool
+	frozen   *freezer // the pod's cgroup while the lab has it frozen
 
 	// Timings of the last start: created (the API accepted the pod),
 	// running (its container runs), forwarded, serving.
@@ -343,12 +344,49 @@ func (sv *server) Running() bool {
 	return p != nil && p.isRunning()
 }
 
-// Paused: a pod is never paused here yet.
-func (sv *server) Paused() bool { return false }
+// Paused: the lab froze the pod and has not thawed it.
+func (sv *server) Paused() bool {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.frozen != nil
+}
 
-func (sv *server) Pause() error  { return fmt.Errorf("pause %s: %w", sv.Name(), errNotYet) }
-func (sv *server) Resume() error { return fmt.Errorf("resume %s: %w", sv.Name(), errNotYet) }
-func (sv *server) Kill() error   { return fmt.Errorf("kill %s: %w", sv.Name(), errNotYet) }
+// Pause freezes the pod's cgroup (freeze.go): its processes stop where
+// they are and keep their sockets. Only where its node is this machine.
+func (sv *server) Pause() error {
+	pp := sv.current()
+	if pp == nil || !pp.isRunning() {
+		return fmt.Errorf("pause %s: its pod does not run", sv.Name())
+	}
+	f, err := podFreezer(pp.uid)
+	if err != nil {
+		return fmt.Errorf("pause %s: %w", sv.Name(), err)
+	}
+	if err := f.set(true); err != nil {
+		return fmt.Errorf("pause %s: %w", sv.Name(), err)
+	}
+	sv.mu.Lock()
+	sv.frozen = f
+	sv.mu.Unlock()
+	return nil
+}
+
+// Resume thaws the pod the lab froze.
+func (sv *server) Resume() error {
+	sv.mu.Lock()
+	f := sv.frozen
+	sv.frozen = nil
+	sv.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	if err := f.set(false); err != nil {
+		return fmt.Errorf("resume %s: %w", sv.Name(), err)
+	}
+	return nil
+}
+
+func (sv *server) Kill() error { return fmt.Errorf("kill %s: %w", sv.Name(), errNotYet) }
 
 // Start again with its data: not yet (its data is its pod's, gone with
 // it once stopped).
@@ -364,6 +402,10 @@ func (sv *server) Stop(grace time.Duration) lab.ProcExit {
 		return lab.ProcExit{}
 	}
 	sv.unfollow()
+	// A frozen process cannot act on its signals: thaw it first.
+	if err := sv.Resume(); err != nil {
+		sv.site.log.Warn("stop server", "server", sv.Name(), "err", err)
+	}
 	secs := max(1, int(grace.Round(time.Second)/time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+grace)
 	defer cancel()
@@ -396,6 +438,9 @@ func (sv *server) unfollow() {
 
 // detach: the site closes; the namespace takes the pod with it.
 func (sv *server) detach() {
+	if err := sv.Resume(); err != nil {
+		sv.site.log.Warn("close site", "server", sv.Name(), "err", err)
+	}
 	sv.mu.Lock()
 	sv.detached = true
 	sv.mu.Unlock()
@@ -424,10 +469,17 @@ func (sv *server) State(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read state of %s: %w", sv.Name(), err)
 	}
-	if c := p.container(serverContainer); c != nil && c.State.Running != nil && p.Metadata.DeletionTimestamp == nil {
-		return lab.StateRunning, nil
+	if c := p.container(serverContainer); c == nil || c.State.Running == nil || p.Metadata.DeletionTimestamp != nil {
+		return lab.StateExited, nil
 	}
-	return lab.StateExited, nil
+	// Frozen or not, read back from the kernel where the pod's cgroup
+	// is on this machine.
+	if f, err := podFreezer(p.Metadata.UID); err == nil {
+		if frozen, err := f.frozen(); err == nil && frozen {
+			return lab.StatePaused, nil
+		}
+	}
+	return lab.StateRunning, nil
 }
 
 // SetCPU and SetMemory take effect at the pod's next creation; a running
