@@ -3,8 +3,10 @@ package kubernetes
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -24,23 +26,55 @@ type freezer struct {
 // podFreezer finds the cgroup of the pod uid, made by a kubelet with
 // the cgroupfs driver (kubepods/<qos>/pod<uid>, under its cgroupRoot).
 func podFreezer(uid string) (*freezer, error) {
+	dir, v2, ok := podCgroup(uid)
+	if !ok {
+		return nil, fmt.Errorf("the cgroup of pod %s is not on this machine: a pause freezes the pod's cgroup, so its node must be this machine (the test cluster)", uid)
+	}
+	return &freezer{dir: dir, v2: v2}, nil
+}
+
+// podCgroup is the pod's cgroup on this machine: in the freezer
+// hierarchy (v1) or the unified one (v2).
+func podCgroup(uid string) (dir string, v2, ok bool) {
 	pod := "pod" + uid
 	for _, c := range []struct {
-		root string
-		v2   bool
-	}{{filepath.Join(cgroupFS, "freezer"), false}, {cgroupFS, true}} {
+		root, control string
+		v2            bool
+	}{{filepath.Join(cgroupFS, "freezer"), "freezer.state", false}, {cgroupFS, "cgroup.freeze", true}} {
 		for _, pat := range []string{"kubepods*/%s", "kubepods*/*/%s", "*/kubepods*/%s", "*/kubepods*/*/%s"} {
 			m, _ := filepath.Glob(filepath.Join(c.root, fmt.Sprintf(pat, pod)))
 			if len(m) == 0 {
 				continue
 			}
-			f := &freezer{dir: m[0], v2: c.v2}
-			if _, err := os.Stat(f.control()); err == nil {
-				return f, nil
+			if _, err := os.Stat(filepath.Join(m[0], c.control)); err == nil {
+				return m[0], c.v2, true
 			}
 		}
 	}
-	return nil, fmt.Errorf("the cgroup of pod %s is not on this machine: a pause freezes the pod's cgroup, so its node must be this machine (the test cluster)", uid)
+	return "", false, false
+}
+
+// podPids are the processes of the pod uid, from its cgroup and its
+// containers' (none when the pod's node is not this machine).
+func podPids(uid string) []int {
+	dir, _, ok := podCgroup(uid)
+	if !ok {
+		return nil
+	}
+	var pids []int
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, n)
+			}
+		}
+		return nil
+	})
+	return pids
 }
 
 func (f *freezer) control() string {

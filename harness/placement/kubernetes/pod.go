@@ -40,7 +40,11 @@ type pod struct {
 }
 
 type containerStatus struct {
-	Name         string         `json:"name"`
+	Name string `json:"name"`
+	// Resources are what the kubelet applied to the running container.
+	Resources *struct {
+		Limits map[string]string `json:"limits"`
+	} `json:"resources"`
 	Ready        bool           `json:"ready"`
 	RestartCount int            `json:"restartCount"`
 	State        containerState `json:"state"`

@@ -482,22 +482,57 @@ func (sv *server) State(ctx context.Context) (string, error) {
 	return lab.StateRunning, nil
 }
 
-// SetCPU and SetMemory take effect at the pod's next creation; a running
-// pod's limits are not changed yet (in-place resize: step 3).
+// SetCPU and SetMemory change the limit of a running pod in place (the
+// pod's resize subresource, InPlacePodVerticalScaling) and wait until the
+// kubelet says it applied it; a stopped one gets it at its next creation.
 func (sv *server) SetCPU(cores float64) error {
-	if sv.Running() {
-		return fmt.Errorf("limit cpu of %s while it runs: %w", sv.Name(), errNotYet)
-	}
 	sv.SetCPUCores(cores)
-	return nil
+	return sv.resize("cpu")
 }
 
 func (sv *server) SetMemory(mb int) error {
-	if sv.Running() {
-		return fmt.Errorf("limit memory of %s while it runs: %w", sv.Name(), errNotYet)
-	}
 	sv.SetMemoryMB(mb)
-	return nil
+	return sv.resize("memory")
+}
+
+// resizeWithin bounds the wait for the kubelet to apply a resize.
+const resizeWithin = 20 * time.Second
+
+// resize asks for the server's limits as they are now on its running pod
+// and waits until the container's status has the resource's new limit.
+func (sv *server) resize(resource string) error {
+	if !sv.Running() {
+		return nil
+	}
+	res := resources(sv.Limits())
+	want := ""
+	if lim, ok := res["limits"].(map[string]string); ok {
+		want = lim[resource]
+	}
+	if want == "" {
+		return fmt.Errorf("limit %s of %s: a limit cannot be removed from a running pod", resource, sv.Name())
+	}
+	patch := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": serverContainer, "resources": res}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout+resizeWithin)
+	defer cancel()
+	if _, err := sv.site.k.run(ctx, mustJSON(patch), "patch", "pod", sv.pod, "-n", sv.site.ns, "--subresource", "resize", "--type", "strategic", "--patch-file", "/dev/stdin"); err != nil {
+		return fmt.Errorf("limit %s of %s: %w", resource, sv.Name(), err)
+	}
+	wq, err := quantity(want)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(resizeWithin)
+	for {
+		got, err := sv.limit(resource)
+		if err == nil && got == wq {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("limit %s of %s: the kubelet did not apply %s within %s (it has %v: %v)", resource, sv.Name(), want, resizeWithin, got, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // CPU reads the container's CPU limit back from the API server (0: none).
@@ -518,6 +553,13 @@ func (sv *server) limit(resource string) (float64, error) {
 	var p pod
 	if err := sv.site.k.getJSON(ctx, &p, "pod", sv.pod, "-n", sv.site.ns); err != nil {
 		return 0, fmt.Errorf("read %s limit of %s: %w", resource, sv.Name(), err)
+	}
+	// What the kubelet applied, where it says (a running container's
+	// status), else what the pod asks for.
+	if c := p.container(serverContainer); c != nil && c.Resources != nil {
+		if q, ok := c.Resources.Limits[resource]; ok {
+			return quantity(q)
+		}
 	}
 	return quantity(p.limit(serverContainer, resource))
 }

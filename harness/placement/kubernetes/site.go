@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/sockets"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -192,9 +194,37 @@ func (s *Site) Namespace() string { return s.ns }
 // its pod's address.
 func (s *Site) Listen() (string, string) { return "0.0.0.0", "auto" }
 
-// Owners: servers do not list their clients here yet.
+// Owners maps a client address (ip:port, as a server sees the
+// connection) to the program whose pod holds that socket: the TCP
+// sockets of the processes in each program's pod cgroup, from /proc, at
+// the moment of the call. Only where the pods' node is this machine (the
+// test cluster); elsewhere no address has an owner.
 func (s *Site) Owners() func(remote string) lab.Proc {
-	return func(string) lab.Proc { return nil }
+	byAddr := map[string]lab.Proc{}
+	s.mu.Lock()
+	var progs []*program
+	for _, pg := range s.programs {
+		if pg.podProc != nil {
+			progs = append(progs, pg)
+		}
+	}
+	s.mu.Unlock()
+	for _, pg := range progs {
+		select {
+		case <-pg.done:
+			continue
+		default:
+		}
+		for _, a := range sockets.Local(podPids(pg.uid)) {
+			byAddr[a] = pg
+		}
+	}
+	return func(remote string) lab.Proc {
+		if p, ok := byAddr[strings.TrimPrefix(remote, "/")]; ok {
+			return p
+		}
+		return nil
+	}
 }
 
 func (s *Site) Note() string { return "" }
