@@ -212,3 +212,13 @@ func TestParseReducerErrors(t *testing.T) {
 	_, isExpr, _ := ParseReducer("clients.oom_kills")
 	require.False(t, isExpr)
 }
+
+// An agent runs as `agent AGENT --config JSON` on every placement; a
+// config that cannot be encoded is an error naming the program.
+func TestAgentArgs(t *testing.T) {
+	args, err := Program{Name: "client-01-0", Agent: "zk-tree-mirror", Config: map[string]int{"x": 1}}.AgentArgs()
+	require.NoError(t, err)
+	require.Equal(t, []string{"agent", "zk-tree-mirror", "--config", `{"x":1}`}, args)
+	_, err = Program{Name: "client-02-0", Config: func() {}}.AgentArgs()
+	require.ErrorContains(t, err, "encode config of client-02-0")
+}

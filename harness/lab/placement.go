@@ -2,6 +2,8 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -194,6 +196,16 @@ type Program struct {
 	// Stderr its standard error (its log).
 	Stdout func(line []byte)
 	Stderr io.Writer
+}
+
+// AgentArgs are the arguments that run its agent with chaoslab's own
+// program: `agent AGENT --config JSON`, Config its one JSON document.
+func (p Program) AgentArgs() ([]string, error) {
+	cfg, err := json.Marshal(p.Config)
+	if err != nil {
+		return nil, fmt.Errorf("encode config of %s: %w", p.Name, err)
+	}
+	return []string{"agent", p.Agent, "--config", string(cfg)}, nil
 }
 
 // Limits are a program's kernel-enforced limits; 0 means none.

@@ -3,7 +3,6 @@ package container
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -193,11 +192,8 @@ func (s *Site) image(prog lab.Program) (string, []string, error) {
 	if img == "" {
 		return "", nil, fmt.Errorf("start %s: no client image was prepared", prog.Name)
 	}
-	cfg, err := json.Marshal(prog.Config)
-	if err != nil {
-		return "", nil, fmt.Errorf("encode config of %s: %w", prog.Name, err)
-	}
-	return img, []string{"agent", prog.Agent, "--config", string(cfg)}, nil
+	args, err := prog.AgentArgs()
+	return img, args, err
 }
 
 func envMap(prog lab.Program, mem *memPlan) map[string]string {

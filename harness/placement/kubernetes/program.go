@@ -112,11 +112,8 @@ func (s *Site) programImage(prog lab.Program) (string, []string, error) {
 	if img == "" {
 		return "", nil, fmt.Errorf("start %s: no client image was prepared", prog.Name)
 	}
-	cfg, err := json.Marshal(prog.Config)
-	if err != nil {
-		return "", nil, fmt.Errorf("encode config of %s: %w", prog.Name, err)
-	}
-	return img, []string{"agent", prog.Agent, "--config", string(cfg)}, nil
+	args, err := prog.AgentArgs()
+	return img, args, err
 }
 
 // objects are the program's ConfigMap of files (nil: none) and its pod.

@@ -3,7 +3,6 @@ package local
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,13 +82,13 @@ func (s *Site) argv(prog lab.Program) ([]string, error) {
 		}
 		return prog.Command, nil
 	}
-	cfg, err := json.Marshal(prog.Config)
+	args, err := prog.AgentArgs()
 	if err != nil {
-		return nil, fmt.Errorf("encode config of %s: %w", prog.Name, err)
+		return nil, err
 	}
 	o := s.p.opts
 	argv := append([]string{o.AgentBinary}, o.AgentArgs...)
-	return append(argv, "agent", prog.Agent, "--config", string(cfg)), nil
+	return append(argv, args...), nil
 }
 
 // proc is a process in its cgroup.
