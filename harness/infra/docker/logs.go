@@ -6,11 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+
+	"github.com/chaoslab/chaoslab/harness/infra/syncw"
 )
 
 // LogFollower copies a container's stdout and stderr into a file until the
@@ -38,7 +39,7 @@ func FollowLogs(ctx context.Context, container, path string) (*LogFollower, erro
 	if err != nil {
 		return nil, fmt.Errorf("follow logs of %s: open log: %w", container, err)
 	}
-	out := &lockedWriter{mu: &sync.Mutex{}, w: f} // stdout and stderr go to the same file
+	out := syncw.New(f) // stdout and stderr go to the same file
 	l, err := followStreams(ctx, container, out, out, func() { f.Close() })
 	if err != nil {
 		f.Close()
@@ -175,17 +176,6 @@ func follow(ctx context.Context, cli logClient, container string, stdout, stderr
 		case <-time.After(logRetry):
 		}
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // short shortens a container ID the way the docker CLI shows it.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chaoslab/chaoslab/harness/infra/syncw"
 )
 
 // forward is a `kubectl port-forward` of a pod's ports to free ports on
@@ -199,7 +201,7 @@ func featureEnabled(ctx context.Context, k kubectl, gate string) (bool, error) {
 // A nil stdout sends every line to stderr.
 func followOutput(ctx context.Context, k kubectl, ns, pod, container string, split bool, stdout func([]byte), stderr io.Writer) (<-chan struct{}, func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	errw := &lockedWriter{w: stderr}
+	errw := syncw.New(stderr)
 	toOut := func(line []byte) {
 		if stdout != nil {
 			stdout(line)
@@ -258,16 +260,4 @@ func followOutput(ctx context.Context, k kubectl, ns, pod, container string, spl
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	return done, cancel, nil
-}
-
-// lockedWriter serializes writes from several streams.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/faults"
 	"github.com/chaoslab/chaoslab/harness/infra/images"
 	"github.com/chaoslab/chaoslab/harness/infra/owner"
+	"github.com/chaoslab/chaoslab/harness/infra/syncw"
 	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/labtest"
@@ -240,7 +241,7 @@ func TestIntegration_KubernetesClients(t *testing.T) {
 		p, err := site.Start(ctx, lab.Program{Name: id + "-0", Alias: id, Role: "client", Agent: zkmirror.KindName, Config: cfg,
 			Limits: lab.Limits{MemoryMB: mb},
 			Stdout: func(line []byte) { cl.mu.Lock(); cl.out = append(cl.out, string(line)); cl.mu.Unlock() },
-			Stderr: &lockedBuilder{mu: &cl.mu, b: &cl.stderr}})
+			Stderr: &syncw.Writer{Mu: &cl.mu, W: &cl.stderr}})
 		require.NoError(t, err, id)
 		cl.proc = p
 		return cl
@@ -289,16 +290,4 @@ func TestIntegration_KubernetesClients(t *testing.T) {
 	k := plc.(*Placement).k
 	_, err = k.run(ctx, nil, "get", "namespace", site.(*Site).Namespace())
 	require.True(t, isNotFound(err), "the namespace is gone: %v", err)
-}
-
-// lockedBuilder is a log writer guarded by its client's lock.
-type lockedBuilder struct {
-	mu *sync.Mutex
-	b  *strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chaoslab/chaoslab/harness/infra/syncw"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
 
@@ -103,7 +104,7 @@ func TestFollowOutput(t *testing.T) {
 		var out []string
 		var log strings.Builder
 		done, stop, err := followOutput(context.Background(), k, "ns", "pod", programContainer, split,
-			func(l []byte) { mu.Lock(); out = append(out, string(l)); mu.Unlock() }, &lockedWriter{w: &log})
+			func(l []byte) { mu.Lock(); out = append(out, string(l)); mu.Unlock() }, syncw.New(&log))
 		require.NoError(t, err)
 		select {
 		case <-done:
