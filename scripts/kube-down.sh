@@ -103,7 +103,7 @@ if grep -qsF " $D/" /proc/[0-9]*/mountinfo; then
   fail=1
 fi
 if [ $fail = 0 ]; then
-  rm -rf "$D"/{bin,cni,containerd,etc,etcd,kubeconfig,pki,run,sysctl,var}
+  rm -rf "$D"/{bin,cni,containerd,etc,etcd,kubeconfig,pki,run,sysctl,tmp,var}
   echo "kube-down: the cluster in $D is stopped and removed (its logs are in $D/log)" >&2
 fi
 exit $fail

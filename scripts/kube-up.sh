@@ -229,6 +229,16 @@ mount -t tmpfs -o mode=755,size=64m chaoslab-kube /run
 mkdir -p /run/lock && : >/run/xtables.lock
 mount --bind "$D/var/lib" /var/lib
 mount --bind "$D/var/log" /var/log
+# /tmp of its own (the controller-manager provisions hostPath volumes in
+# /tmp/hostpath_pv), the folder kept reachable at its path when under /tmp.
+mkdir -p /run/host-tmp "$D/tmp"
+mount --bind /tmp /run/host-tmp
+mount --bind "$D/tmp" /tmp
+case $D in /tmp/*)
+  mkdir -p "$D"
+  mount --bind "/run/host-tmp/${D#/tmp/}" "$D" ;;
+esac
+umount /run/host-tmp
 for f in vm/overcommit_memory vm/panic_on_oom kernel/panic kernel/panic_on_oops kernel/keys/root_maxkeys kernel/keys/root_maxbytes; do
   [ -e /proc/sys/$f ] || continue
   c="$D/sysctl/$(echo $f | tr / .)"
@@ -296,12 +306,25 @@ for c in controller-manager scheduler; do
   [ $c = scheduler ] || args+=(--use-service-account-credentials=true --root-ca-file="$D/pki/ca.crt"
     --service-account-private-key-file="$D/pki/sa.key" --service-cluster-ip-range=10.96.0.0/16
     --cluster-signing-cert-file="$D/pki/ca.crt" --cluster-signing-key-file="$D/pki/ca.key"
-    --flex-volume-plugin-dir="$D/var/lib/kubelet-plugins")
+    --flex-volume-plugin-dir="$D/var/lib/kubelet-plugins" --enable-hostpath-provisioner=true)
   start "kube-$c" "$B/kube-$c" "${args[@]}"
 done
 ready() { [ "$(kc get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 waitfor "node $NODE Ready" 120 ready
 waitfor "ready for pods (default service account)" 60 kc get serviceaccount default
+# The default StorageClass: hostPath volumes the controller-manager makes
+# in the namespaces' /tmp and removes with their claim (one node only).
+kc apply -f - >/dev/null <<'YAML'
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: chaoslab-hostpath
+  annotations:
+    storageclass.kubernetes.io/is-default-class: "true"
+provisioner: kubernetes.io/host-path
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+YAML
 echo "$(( ($(date +%s%N) - t0) / 1000000 ))" >"$D/log/ready-ms"
 
 # --- the images --------------------------------------------------------------

@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	// The kubernetes placement is linked here, not in harness/plugins
-	// yet: the systems' contract test runs every generic fault on every
-	// linked placement, and kill, replace and disconnect are not done on
-	// it yet (docs/kubernetes.md).
-	_ "github.com/chaoslab/chaoslab/harness/placement/kubernetes"
 	_ "github.com/chaoslab/chaoslab/harness/plugins"
 )
 

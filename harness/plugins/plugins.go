@@ -11,6 +11,7 @@ import (
 	_ "github.com/chaoslab/chaoslab/harness/kinds/fleet"
 	_ "github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	_ "github.com/chaoslab/chaoslab/harness/placement/container"
+	_ "github.com/chaoslab/chaoslab/harness/placement/kubernetes"
 	_ "github.com/chaoslab/chaoslab/harness/placement/local"
 	_ "github.com/chaoslab/chaoslab/harness/systems/consul"
 	_ "github.com/chaoslab/chaoslab/harness/systems/etcd"

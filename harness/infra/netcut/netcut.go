@@ -80,11 +80,20 @@ func Wrap(runID, server string, argv []string) ([]string, string, error) {
 	return append(shim, argv...), dir, nil
 }
 
+// Netns is the network namespace a cut is made in: that of a process
+// (0: this process's own).
+type Netns int
+
 // Cut cuts server off: TCP connections to ports are reset, UDP to them
 // dropped, anything sent from them dropped, and everything sent by the
 // sockets of the cgroup v2 groups (absolute paths under the unified
 // mount) dropped.
 func Cut(ctx context.Context, runID, server string, ports []int, groups []string) error {
+	return Netns(0).Cut(ctx, runID, server, ports, groups)
+}
+
+// Cut makes the cut in the namespace (see the function Cut).
+func (ns Netns) Cut(ctx context.Context, runID, server string, ports []int, groups []string) error {
 	t := table(runID, server)
 	var rules []string
 	if len(ports) > 0 {
@@ -104,7 +113,7 @@ func Cut(ctx context.Context, runID, server string, ports []int, groups []string
 	}
 	script := fmt.Sprintf("table inet %s {\n chain out {\n  type filter hook output priority 0; policy accept;\n  %s\n }\n}\n",
 		t, strings.Join(rules, "\n  "))
-	if err := nft(ctx, script, "-f", "-"); err != nil {
+	if err := ns.nft(ctx, script, "-f", "-"); err != nil {
 		return fmt.Errorf("cut %s: %w", server, err)
 	}
 	return nil
@@ -125,21 +134,33 @@ func nftPath(group string) (string, int, error) {
 
 // Restore removes server's cut; a server not cut is left as it is.
 func Restore(ctx context.Context, runID, server string) error {
+	return Netns(0).Restore(ctx, runID, server)
+}
+
+// Restore removes server's cut in the namespace.
+func (ns Netns) Restore(ctx context.Context, runID, server string) error {
 	t := table(runID, server)
-	if !exists(ctx, t) {
+	if !ns.exists(ctx, t) {
 		return nil
 	}
-	if err := nft(ctx, "", "delete", "table", "inet", t); err != nil {
+	if err := ns.nft(ctx, "", "delete", "table", "inet", t); err != nil {
 		return fmt.Errorf("reconnect %s: %w", server, err)
 	}
 	return nil
 }
 
 // IsCut says whether server's cut is in force (its table exists).
-func IsCut(ctx context.Context, runID, server string) bool { return exists(ctx, table(runID, server)) }
+func IsCut(ctx context.Context, runID, server string) bool {
+	return Netns(0).IsCut(ctx, runID, server)
+}
 
-func exists(ctx context.Context, t string) bool {
-	return nft(ctx, "", "list", "table", "inet", t) == nil
+// IsCut says whether server's cut is in force in the namespace.
+func (ns Netns) IsCut(ctx context.Context, runID, server string) bool {
+	return ns.exists(ctx, table(runID, server))
+}
+
+func (ns Netns) exists(ctx context.Context, t string) bool {
+	return ns.nft(ctx, "", "list", "table", "inet", t) == nil
 }
 
 // Sweep removes every cut of a run and its network groups.
@@ -152,7 +173,7 @@ func Sweep(ctx context.Context, runID string) error {
 			for _, l := range strings.Split(string(out), "\n") {
 				f := strings.Fields(l)
 				if len(f) == 3 && f[1] == "inet" && strings.HasPrefix(f[2], prefix) {
-					errs = append(errs, nft(ctx, "", "delete", "table", "inet", f[2]))
+					errs = append(errs, Netns(0).nft(ctx, "", "delete", "table", "inet", f[2]))
 				}
 			}
 		}
@@ -177,8 +198,12 @@ func removeGroup(dir string) error {
 	return nil
 }
 
-func nft(ctx context.Context, stdin string, args ...string) error {
+// nft runs nft in the namespace (nsenter enters that of another process).
+func (ns Netns) nft(ctx context.Context, stdin string, args ...string) error {
 	cmd := exec.CommandContext(ctx, "nft", args...)
+	if ns > 0 {
+		cmd = exec.CommandContext(ctx, "nsenter", append([]string{"--net=/proc/" + strconv.Itoa(int(ns)) + "/ns/net", "nft"}, args...)...)
+	}
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -196,4 +221,19 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// GroupOf is the cgroup v2 group of process pid, as an absolute path
+// under the unified mount.
+func GroupOf(pid int) (string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return "", fmt.Errorf("read cgroup of pid %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rel, ok := strings.CutPrefix(line, "0::"); ok {
+			return filepath.Join(unifiedRoot(), rel), nil
+		}
+	}
+	return "", fmt.Errorf("pid %d is in no cgroup v2 group", pid)
 }

@@ -117,3 +117,24 @@ func (f *freezer) frozen() (bool, error) {
 	}
 	return strings.TrimSpace(string(b)) == "FROZEN", nil
 }
+
+// containerPids are the processes of one container of the pod uid (its
+// runtime id, "containerd://ID"), from its cgroup on this machine.
+func containerPids(uid, containerID string) []int {
+	dir, _, ok := podCgroup(uid)
+	_, id, found := strings.Cut(containerID, "://")
+	if !ok || !found || id == "" {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, id, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/chaoslab/chaoslab/harness/infra/syncw"
 	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/lab"
-	"github.com/chaoslab/chaoslab/harness/labtest"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
 	"github.com/chaoslab/chaoslab/record"
 )
@@ -184,7 +183,7 @@ func zooKeeperOnCluster(t *testing.T, ctx context.Context) (lab.Placement, lab.S
 	if os.Geteuid() != 0 {
 		t.Skip("integration test: the test cluster (./scripts/kube-up.sh) runs as root")
 	}
-	log := labtest.Logger(t)
+	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
 	plc, err := New(lab.PlacementOptions{Log: log})
 	require.NoError(t, err)
 	if err := plc.Available(ctx); err != nil {
@@ -290,4 +289,13 @@ func TestIntegration_KubernetesClients(t *testing.T) {
 	k := plc.(*Placement).k
 	_, err = k.run(ctx, nil, "get", "namespace", site.(*Site).Namespace())
 	require.True(t, isNotFound(err), "the namespace is gone: %v", err)
+}
+
+// testLog is the test's log, a line per write (labtest links every
+// plug-in, this placement among them).
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

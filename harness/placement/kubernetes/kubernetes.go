@@ -64,6 +64,9 @@ type Placement struct {
 	// split: the API server serves a container's standard output and
 	// error apart (the PodLogsQuerySplitStreams feature).
 	split bool
+	// storage is the StorageClass of servers' folders ("": their pods'
+	// own, gone with them).
+	storage string
 }
 
 // New is the Kubernetes placement of a run.
@@ -119,6 +122,13 @@ func (p *Placement) Prepare(ctx context.Context, needs []lab.ImageNeed) error {
 	} else {
 		p.mu.Lock()
 		p.split = on
+		p.mu.Unlock()
+	}
+	if class, err := storageClass(ctx, p.k); err != nil {
+		return fmt.Errorf("prepare kubernetes placement: %w", err)
+	} else {
+		p.mu.Lock()
+		p.storage = class
 		p.mu.Unlock()
 	}
 	// The kubelet lists a node's images from a cache it refreshes every
@@ -259,4 +269,11 @@ func labelValue(s string) string {
 		v += "-" + h
 	}
 	return v
+}
+
+// storageClass is the class of servers' claims ("": none).
+func (p *Placement) storageClass() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.storage
 }

@@ -56,7 +56,7 @@ func TestExitOf(t *testing.T) {
 // layout's ports, its folders the pod's, each file mounted from its
 // ConfigMap at its path, its limits the container's.
 func TestServerObjects(t *testing.T) {
-	s := &Site{runID: "r1", ns: "chaoslab-r1", nodes: []node{{"n1", "10.250.0.10"}}, ports: map[int]bool{20000: true}, nextPort: 20000, servers: map[string]*server{}}
+	s := &Site{runID: "r1", ns: "chaoslab-r1", nodes: []node{{name: "n1", ip: "10.250.0.10"}}, ports: map[int]bool{20000: true}, nextPort: 20000, servers: map[string]*server{}}
 	l, err := s.Layout(lab.ServerSpec{Name: "zk1", Role: "zookeeper", Ports: []lab.Port{{Name: "client", Number: 2181}, {Name: "election", Number: 3888}}})
 	require.NoError(t, err)
 	require.Equal(t, "10.250.0.10", l.Host)
@@ -116,4 +116,17 @@ func TestServerObjects(t *testing.T) {
 	data := cm["data"].(map[string]string)
 	require.Equal(t, "tickTime=2000\n", data["f0-zoo.cfg"])
 	require.Equal(t, "1\n", data["f1-myid"])
+
+	// With a claim, its folders are the claim's, each a folder of it;
+	// the files still from the ConfigMap.
+	sv.claim = claimName("zk1", 0)
+	_, pd = sv.objects()
+	require.NoError(t, json.Unmarshal(mustJSON(pd), &got))
+	mounts = map[string]string{}
+	for _, m := range got.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m.Name + ":" + m.SubPath
+	}
+	require.Equal(t, map[string]string{"/conf": "data:dir0", "/data": "data:dir1", "/conf/zoo.cfg": "files:f0-zoo.cfg", "/data/myid": "files:f1-myid"}, mounts)
+	vols := pd["spec"].(map[string]any)["volumes"].([]map[string]any)
+	require.Equal(t, map[string]any{"claimName": "zk1-data-0"}, vols[0]["persistentVolumeClaim"])
 }

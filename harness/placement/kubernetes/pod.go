@@ -41,6 +41,9 @@ type pod struct {
 
 type containerStatus struct {
 	Name string `json:"name"`
+	// ContainerID is the runtime's id of its current container
+	// ("containerd://ID").
+	ContainerID string `json:"containerID"`
 	// Resources are what the kubelet applied to the running container.
 	Resources *struct {
 		Limits map[string]string `json:"limits"`

@@ -21,7 +21,7 @@ import (
 // container's, its files from a ConfigMap and a host binary from the
 // node; a thread limit is refused before anything is created.
 func TestProgramObjects(t *testing.T) {
-	s := &Site{runID: "r1", ns: "chaoslab-r1", nodes: []node{{"n1", "10.250.0.10"}}, servers: map[string]*server{}, programs: map[string]*program{}, early: map[string]*pod{}}
+	s := &Site{runID: "r1", ns: "chaoslab-r1", nodes: []node{{name: "n1", ip: "10.250.0.10"}}, servers: map[string]*server{}, programs: map[string]*program{}, early: map[string]*pod{}}
 	prog := lab.Program{Name: "client-03-1", Role: "client", Agent: "zk-tree-mirror", Config: map[string]int{"x": 1},
 		Env: []string{"GOMEMLIMIT=40MiB"}, Limits: lab.Limits{MemoryMB: 72, CPUCores: 0.25},
 		Files:      map[string]string{"/etc/agent.hcl": "a = 1\n"},

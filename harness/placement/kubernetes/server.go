@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/netcut"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/servers"
 )
@@ -57,6 +59,9 @@ func (s *Site) StartServer(ctx context.Context, l lab.ServerLayout, p lab.Server
 		return nil, err
 	}
 	sv := &server{Base: servers.NewBase(l, p), site: s, node: n, image: img, pod: podName(l.Name), seen: map[string]*pod{}}
+	if s.p.storageClass() != "" {
+		sv.claim = claimName(sv.pod, 0)
+	}
 	var ports []int
 	for _, p := range l.Ports {
 		ports = append(ports, p)
@@ -108,6 +113,13 @@ type server struct {
 	seen     map[string]*pod // the last event of each pod uid not yet claimed
 	detached bool
 	frozen   *freezer // the pod's cgroup while the lab has it frozen
+	// claim is the PersistentVolumeClaim of its folders ("": the pod's
+	// own emptyDir), kept across kills, replaced by Replace; claimed says
+	// it was created.
+	claim   string
+	claims  int
+	claimed bool
+	cutIn   netcut.Netns // the namespace of its cut (0: not cut)
 
 	// Timings of the last start: created (the API accepted the pod),
 	// running (its container runs), forwarded, serving.
@@ -121,6 +133,9 @@ func (sv *server) start(ctx context.Context, up bool) error {
 	began := time.Now()
 	off := logSize(l.Log)
 	cm, spec := sv.objects()
+	if err := sv.makeClaim(ctx); err != nil {
+		return fmt.Errorf("start %s: %w", l.Name, err)
+	}
 	if cm != nil {
 		if err := sv.site.k.apply(ctx, sv.site.ns, cm); err != nil {
 			return fmt.Errorf("start %s: %w", l.Name, err)
@@ -154,7 +169,17 @@ func (sv *server) start(ctx context.Context, up bool) error {
 	}
 	sv.mu.Lock()
 	sv.Timings.Running = time.Since(began)
+	cut := sv.cutIn
 	sv.mu.Unlock()
+	if cut != 0 {
+		// Cut off when it stopped: its new container is cut off too.
+		if err := sv.Reconnect(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", l.Name, err)
+		}
+		if err := sv.Disconnect(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", l.Name, err)
+		}
+	}
 	// The forward and the log copy live as long as the pod, not ctx.
 	bg := context.WithoutCancel(ctx)
 	if done, stop, err := followLogs(bg, sv.site.k, sv.site.ns, sv.pod, serverContainer, l.Log); err == nil {
@@ -223,11 +248,22 @@ func (sv *server) objects() (cm, pd map[string]any) {
 	if p.ImageArgs != nil {
 		c["args"] = p.ImageArgs
 	}
-	// Its folders are the pod's (they go with it: a replacement starts
-	// empty), its files mounted one by one from its ConfigMap.
+	// Its folders are its claim's (kept across kills; a replacement gets
+	// a new claim) or, without a StorageClass, the pod's own; its files
+	// mounted one by one from its ConfigMap.
 	var volumes, mounts []map[string]any
+	sv.mu.Lock()
+	claim := sv.claim
+	sv.mu.Unlock()
+	if claim != "" {
+		volumes = append(volumes, map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": claim}})
+	}
 	for i, dir := range uniq(l.ConfDir, l.DataDir) {
 		v := "dir" + strconv.Itoa(i)
+		if claim != "" {
+			mounts = append(mounts, map[string]any{"name": "data", "mountPath": dir, "subPath": v})
+			continue
+		}
 		volumes = append(volumes, map[string]any{"name": v, "emptyDir": map[string]any{}})
 		mounts = append(mounts, map[string]any{"name": v, "mountPath": dir})
 	}
@@ -386,12 +422,91 @@ func (sv *server) Resume() error {
 	return nil
 }
 
-func (sv *server) Kill() error { return fmt.Errorf("kill %s: %w", sv.Name(), errNotYet) }
+// Kill sends SIGKILL to the processes of the server's container (on this
+// machine: the pod's cgroup) and waits for the kubelet to say it ended,
+// then deletes the pod; its claim, and so its data, stays for Start.
+// Where the pod's node is not this machine, the pod is deleted with the
+// least grace (SIGTERM, SIGKILL a second later), and the exit says so.
+func (sv *server) Kill() error {
+	pp := sv.current()
+	if pp == nil || !pp.isRunning() {
+		return fmt.Errorf("kill %s: its pod does not run", sv.Name())
+	}
+	if !sv.keepsData() {
+		return fmt.Errorf("kill %s: no StorageClass holds its data across pods (the cluster has no default one; %s names one)", sv.Name(), StorageClassEnv)
+	}
+	if err := sv.Resume(); err != nil {
+		return fmt.Errorf("kill %s: %w", sv.Name(), err)
+	}
+	if err := pp.Signal(syscall.SIGKILL); err == nil {
+		select {
+		case <-pp.done:
+		case <-time.After(opTimeout):
+			return fmt.Errorf("kill %s: the kubelet did not say its container ended within %s", sv.Name(), opTimeout)
+		}
+	} else {
+		sv.site.log.Warn("kill server: deleting its pod instead", "server", sv.Name(), "err", err)
+	}
+	sv.Stop(0)
+	return nil
+}
 
-// Start again with its data: not yet (its data is its pod's, gone with
-// it once stopped).
+// keepsData: its folders are a claim's, which outlives its pod.
+func (sv *server) keepsData() bool {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.claim != ""
+}
+
+// Start creates its pod again over the same claim (after Kill, Stop or a
+// crash), once the earlier pod is gone.
 func (sv *server) Start(ctx context.Context) error {
-	return fmt.Errorf("start %s again with its data: %w", sv.Name(), errNotYet)
+	if sv.Running() {
+		return nil
+	}
+	if !sv.keepsData() {
+		return fmt.Errorf("start %s again with its data: no StorageClass holds it (%s)", sv.Name(), StorageClassEnv)
+	}
+	sv.Stop(0) // a pod that ended by itself is deleted first
+	return sv.start(ctx, false)
+}
+
+// makeClaim creates the server's claim once.
+func (sv *server) makeClaim(ctx context.Context) error {
+	sv.mu.Lock()
+	name, done := sv.claim, sv.claimed
+	sv.mu.Unlock()
+	if name == "" || done {
+		return nil
+	}
+	l := sv.Layout()
+	labels := map[string]string{LabelManaged: "true", LabelRun: labelValue(sv.site.runID), LabelMember: l.Name, LabelRole: labelValue(l.Role)}
+	if _, err := sv.site.k.run(ctx, mustJSON(claimObject(name, sv.site.p.storageClass(), labels)), "create", "-n", sv.site.ns, "-f", "-"); err != nil {
+		return fmt.Errorf("claim a volume: %w", err)
+	}
+	sv.mu.Lock()
+	sv.claimed = true
+	sv.mu.Unlock()
+	return nil
+}
+
+// dropClaim deletes its claim (its volume goes with it) and names a new
+// one for its next pod.
+func (sv *server) dropClaim(ctx context.Context) error {
+	sv.mu.Lock()
+	old, made := sv.claim, sv.claimed
+	if old != "" {
+		sv.claims++
+		sv.claim, sv.claimed = claimName(sv.pod, sv.claims), false
+	}
+	sv.mu.Unlock()
+	if old == "" || !made {
+		return nil
+	}
+	if _, err := sv.site.k.run(ctx, nil, "delete", "pvc", old, "-n", sv.site.ns, "--wait=false"); err != nil && !isNotFound(err) {
+		return fmt.Errorf("delete claim %s: %w", old, err)
+	}
+	return nil
 }
 
 // Stop deletes the pod (SIGTERM, SIGKILL after grace, at least a second)
@@ -400,6 +515,13 @@ func (sv *server) Stop(grace time.Duration) lab.ProcExit {
 	pp := sv.current()
 	if pp == nil {
 		return lab.ProcExit{}
+	}
+	select {
+	case <-pp.done:
+		if sv.podGone() {
+			return pp.Exit()
+		}
+	default:
 	}
 	sv.unfollow()
 	// A frozen process cannot act on its signals: thaw it first.
@@ -436,11 +558,17 @@ func (sv *server) unfollow() {
 	}
 }
 
-// detach: the site closes; the namespace takes the pod with it.
+// detach: the site closes; the namespace takes the pod with it, and its
+// cut is removed from its node's rules.
 func (sv *server) detach() {
 	if err := sv.Resume(); err != nil {
 		sv.site.log.Warn("close site", "server", sv.Name(), "err", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	if err := sv.Reconnect(ctx); err != nil {
+		sv.site.log.Warn("close site", "server", sv.Name(), "err", err)
+	}
+	cancel()
 	sv.mu.Lock()
 	sv.detached = true
 	sv.mu.Unlock()
@@ -448,14 +576,25 @@ func (sv *server) detach() {
 	sv.relay.close()
 }
 
-// Replace deletes the pod and creates it again: the same name, node,
-// ports, files and limits, and empty folders; it returns once the fresh
-// server answers.
+// Replace deletes the pod and its claim (its volume goes with it) and
+// creates both again: the same name, node, ports, files and limits, and
+// empty folders; it returns once the fresh server answers.
 func (sv *server) Replace(ctx context.Context) error {
 	if e := sv.Stop(0); e.Err != nil {
 		return fmt.Errorf("replace %s: %w", sv.Name(), e.Err)
 	}
+	if err := sv.dropClaim(ctx); err != nil {
+		return fmt.Errorf("replace %s: %w", sv.Name(), err)
+	}
 	return sv.start(ctx, true)
+}
+
+// podGone says whether the API server no longer has the server's pod.
+func (sv *server) podGone() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var p pod
+	return isNotFound(sv.site.k.getJSON(ctx, &p, "pod", sv.pod, "-n", sv.site.ns))
 }
 
 // State reads the pod back from the API server: running while its
@@ -485,9 +624,21 @@ func (sv *server) State(ctx context.Context) (string, error) {
 // SetCPU and SetMemory change the limit of a running pod in place (the
 // pod's resize subresource, InPlacePodVerticalScaling) and wait until the
 // kubelet says it applied it; a stopped one gets it at its next creation.
+// A running pod's limit cannot be removed in place: no CPU limit is then
+// the node's whole capacity, which CPU reads back as none.
 func (sv *server) SetCPU(cores float64) error {
 	sv.SetCPUCores(cores)
 	return sv.resize("cpu")
+}
+
+// resizeLimits are the limits a running pod is resized to: no CPU limit
+// is its node's capacity.
+func (sv *server) resizeLimits() lab.Limits {
+	lim := sv.Limits()
+	if lim.CPUCores == 0 && sv.node.cpus > 0 {
+		lim.CPUCores = sv.node.cpus
+	}
+	return lim
 }
 
 func (sv *server) SetMemory(mb int) error {
@@ -504,7 +655,7 @@ func (sv *server) resize(resource string) error {
 	if !sv.Running() {
 		return nil
 	}
-	res := resources(sv.Limits())
+	res := resources(sv.resizeLimits())
 	want := ""
 	if lim, ok := res["limits"].(map[string]string); ok {
 		want = lim[resource]
@@ -535,9 +686,13 @@ func (sv *server) resize(resource string) error {
 	}
 }
 
-// CPU reads the container's CPU limit back from the API server (0: none).
+// CPU reads the container's CPU limit back from the API server (0: none,
+// or its node's whole capacity).
 func (sv *server) CPU() (float64, error) {
 	q, err := sv.limit("cpu")
+	if err == nil && sv.node.cpus > 0 && q >= sv.node.cpus {
+		q = 0
+	}
 	return q, err
 }
 
@@ -564,11 +719,85 @@ func (sv *server) limit(resource string) (float64, error) {
 	return quantity(p.limit(serverContainer, resource))
 }
 
-func (sv *server) Disconnect(context.Context) error {
-	return fmt.Errorf("disconnect %s: %w", sv.Name(), errNotYet)
+// Disconnect cuts the server off in its node's network (it runs on it):
+// nftables rules there reset connections to its ports and drop what its
+// container's sockets send (netcut, as on local processes), until
+// Reconnect. Only where its node is this machine.
+func (sv *server) Disconnect(ctx context.Context) error {
+	ns, groups, err := sv.netGroups()
+	if err != nil {
+		return fmt.Errorf("disconnect %s: %w", sv.Name(), err)
+	}
+	if err := ns.Cut(ctx, sv.site.runID, sv.Name(), sv.ports(), groups); err != nil {
+		return err
+	}
+	sv.mu.Lock()
+	sv.cutIn = ns
+	sv.mu.Unlock()
+	return nil
 }
-func (sv *server) Reconnect(context.Context) error { return nil }
-func (sv *server) Disconnected() bool              { return false }
+
+// netGroups are the network namespace of the server's container (its
+// node's) and its cgroup v2 group, which nftables tells its sockets by.
+func (sv *server) netGroups() (netcut.Netns, []string, error) {
+	if err := netcut.Available(); err != nil {
+		return 0, nil, err
+	}
+	pp := sv.current()
+	if pp == nil || !pp.isRunning() {
+		return 0, nil, errors.New("its pod does not run")
+	}
+	pp.mu.Lock()
+	uid, cid := pp.uid, pp.cid
+	pp.mu.Unlock()
+	pids := containerPids(uid, cid)
+	if len(pids) == 0 {
+		return 0, nil, errors.New("no process of its container on this machine (a cut is made in its node's network, so its node must be this machine)")
+	}
+	g, err := netcut.GroupOf(pids[0])
+	if err != nil {
+		return 0, nil, err
+	}
+	_, id, _ := strings.Cut(cid, "://")
+	if !strings.Contains(g, id) && !strings.Contains(g, uid) && !strings.Contains(g, strings.ReplaceAll(uid, "-", "_")) {
+		return 0, nil, fmt.Errorf("its container's cgroup v2 group %s is not its own: its sockets cannot be told apart", g)
+	}
+	return netcut.Netns(pids[0]), []string{g}, nil
+}
+
+func (sv *server) ports() []int {
+	var ports []int
+	for _, p := range sv.Layout().Ports {
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	return ports
+}
+
+// Reconnect removes the cut.
+func (sv *server) Reconnect(ctx context.Context) error {
+	sv.mu.Lock()
+	ns := sv.cutIn
+	sv.cutIn = 0
+	sv.mu.Unlock()
+	if ns == 0 {
+		return nil
+	}
+	return sv.site.netns(ns).Restore(ctx, sv.site.runID, sv.Name())
+}
+
+// Disconnected reads the cut back from the node's rules.
+func (sv *server) Disconnected() bool {
+	sv.mu.Lock()
+	ns := sv.cutIn
+	sv.mu.Unlock()
+	if ns == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	return sv.site.netns(ns).IsCut(ctx, sv.site.runID, sv.Name())
+}
 
 // podProc is one pod of a server as a lab.Proc, its state from the
 // site's watch.
@@ -586,6 +815,7 @@ type podProc struct {
 	stopped  bool
 	restarts int
 	limitB   int64
+	cid      string // the runtime's id of its container
 }
 
 func newPodProc(ns, name, container, uid string) *podProc {
@@ -614,7 +844,7 @@ func (pp *podProc) update(typ string, p *pod) {
 		pp.end(exitOf(c.State.Terminated))
 	case c != nil && c.State.Running != nil:
 		pp.mu.Lock()
-		pp.running, pp.ran, pp.restarts = true, true, c.RestartCount
+		pp.running, pp.ran, pp.restarts, pp.cid = true, true, c.RestartCount, c.ContainerID
 		pp.mu.Unlock()
 		closeOnce(pp.started)
 	case c != nil && c.State.Waiting != nil && stuck[c.State.Waiting.Reason]:
@@ -681,8 +911,23 @@ func (pp *podProc) isRunning() bool {
 func (pp *podProc) Desc() string { return "pod " + pp.ns + "/" + pp.name }
 func (pp *podProc) Pid() int     { return 0 }
 func (pp *podProc) Host() string { return "127.0.0.1" }
-func (pp *podProc) Signal(syscall.Signal) error {
-	return fmt.Errorf("signal %s: %w", pp.Desc(), errNotYet)
+// Signal sends sig to the processes of the pod's container, found from
+// its cgroup: only where the pod's node is this machine.
+func (pp *podProc) Signal(sig syscall.Signal) error {
+	pp.mu.Lock()
+	uid, cid := pp.uid, pp.cid
+	pp.mu.Unlock()
+	pids := containerPids(uid, cid)
+	if len(pids) == 0 {
+		return fmt.Errorf("signal %s: no process of its container on this machine (a signal reaches a pod's processes only where its node is this machine)", pp.Desc())
+	}
+	var errs []error
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("signal %s pid %d: %w", pp.Desc(), pid, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 func (pp *podProc) Pause() error  { return fmt.Errorf("pause %s: %w", pp.Desc(), errNotYet) }
 func (pp *podProc) Resume() error { return fmt.Errorf("resume %s: %w", pp.Desc(), errNotYet) }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/chaoslab/chaoslab/harness/infra/netcut"
 	"github.com/chaoslab/chaoslab/harness/infra/sockets"
 	"github.com/chaoslab/chaoslab/harness/lab"
 )
@@ -41,7 +43,10 @@ type Site struct {
 }
 
 // node is a Ready node and the address pods on its network are reached at.
-type node struct{ name, ip string }
+type node struct {
+	name, ip string
+	cpus     float64 // its CPU capacity
+}
 
 // Port range of servers on the nodes' network: a block of 100 at a random
 // place, under the ephemeral ports (the runtime's streaming server takes
@@ -70,6 +75,7 @@ func (s *Site) open(ctx context.Context) error {
 					Type   string `json:"type"`
 					Status string `json:"status"`
 				} `json:"conditions"`
+				Capacity map[string]string `json:"capacity"`
 			} `json:"status"`
 		} `json:"items"`
 	}
@@ -87,7 +93,8 @@ func (s *Site) open(ctx context.Context) error {
 			}
 		}
 		if ready && ip != "" && !n.Spec.Unschedulable {
-			s.nodes = append(s.nodes, node{name: n.Metadata.Name, ip: ip})
+			cpus, _ := quantity(n.Status.Capacity["cpu"])
+			s.nodes = append(s.nodes, node{name: n.Metadata.Name, ip: ip, cpus: cpus})
 		}
 	}
 	if len(s.nodes) == 0 {
@@ -282,6 +289,10 @@ func (s *Site) Close() error {
 	if isNotFound(err) {
 		err = nil
 	}
+	// The claims went with the namespace; their volumes go after them.
+	if err == nil && s.p.storageClass() != "" {
+		err = waitVolumesGone(ctx, s.k, s.ns, time.Minute)
+	}
 	if s.cancel != nil {
 		s.cancel()
 		<-s.watched
@@ -293,3 +304,29 @@ func (s *Site) Close() error {
 }
 
 var _ lab.Site = (*Site)(nil)
+
+// netns is a namespace to act in: ns while its process lives, else that
+// of a process of another running server of the site (they share their
+// node's network on a one-node cluster).
+func (s *Site) netns(ns netcut.Netns) netcut.Netns {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", ns)); err == nil {
+		return ns
+	}
+	s.mu.Lock()
+	svs := make([]*server, 0, len(s.servers))
+	for _, sv := range s.servers {
+		svs = append(svs, sv)
+	}
+	s.mu.Unlock()
+	for _, sv := range svs {
+		if pp := sv.current(); pp != nil {
+			pp.mu.Lock()
+			uid, cid := pp.uid, pp.cid
+			pp.mu.Unlock()
+			if pids := containerPids(uid, cid); len(pids) > 0 {
+				return netcut.Netns(pids[0])
+			}
+		}
+	}
+	return ns
+}
