@@ -911,6 +911,7 @@ func (pp *podProc) isRunning() bool {
 func (pp *podProc) Desc() string { return "pod " + pp.ns + "/" + pp.name }
 func (pp *podProc) Pid() int     { return 0 }
 func (pp *podProc) Host() string { return "127.0.0.1" }
+
 // Signal sends sig to the processes of the pod's container, found from
 // its cgroup: only where the pod's node is this machine.
 func (pp *podProc) Signal(sig syscall.Signal) error {
