@@ -139,10 +139,8 @@ func (pg *program) objects(name, img string, args []string) (cm, pd map[string]a
 		volumes, mounts = append(volumes, vol), fm
 	}
 	if p.HostBinary != "" {
-		// The node's file (this machine's, on the test cluster), as the
-		// container placement binds it.
-		volumes = append(volumes, map[string]any{"name": "host-binary", "hostPath": map[string]any{"path": p.HostBinary, "type": "File"}})
-		mounts = append(mounts, map[string]any{"name": "host-binary", "mountPath": p.HostBinaryAt, "readOnly": true})
+		v, m := hostBinary(p.HostBinary, p.HostBinaryAt)
+		volumes, mounts = append(volumes, v), append(mounts, m)
 	}
 	if len(mounts) > 0 {
 		c["volumeMounts"] = mounts
@@ -276,3 +274,11 @@ func (pg *program) Release() error {
 }
 
 var _ lab.Proc = (*program)(nil)
+
+// hostBinary is a program's build on the node (this machine's, on the
+// test cluster) as a volume and its mount at at, as the container
+// placement binds it.
+func hostBinary(path, at string) (volume, mount map[string]any) {
+	return map[string]any{"name": "host-binary", "hostPath": map[string]any{"path": path, "type": "File"}},
+		map[string]any{"name": "host-binary", "mountPath": at, "readOnly": true}
+}

@@ -271,6 +271,10 @@ func (sv *server) objects() (cm, pd map[string]any) {
 	if cm != nil {
 		volumes, mounts = append(volumes, vol), append(mounts, fm...)
 	}
+	if p.HostBinary != "" {
+		v, m := hostBinary(p.HostBinary, p.HostBinaryAt)
+		volumes, mounts = append(volumes, v), append(mounts, m)
+	}
 	c["volumeMounts"] = mounts
 	grace := 5
 	pd = map[string]any{
