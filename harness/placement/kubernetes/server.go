@@ -820,6 +820,7 @@ type podProc struct {
 	restarts int
 	limitB   int64
 	cid      string // the runtime's id of its container
+	last     *lab.ProcStats
 }
 
 func newPodProc(ns, name, container, uid string) *podProc {
@@ -937,12 +938,26 @@ func (pp *podProc) Signal(sig syscall.Signal) error {
 func (pp *podProc) Pause() error  { return fmt.Errorf("pause %s: %w", pp.Desc(), errNotYet) }
 func (pp *podProc) Resume() error { return fmt.Errorf("resume %s: %w", pp.Desc(), errNotYet) }
 
-// Stats: the memory limit in force; usage figures are not read yet (the
-// metrics API or the kubelet's cAdvisor: step 3).
+// Stats are the container's figures from its cgroup and processes on
+// this machine (readStats), the last read once it ended; elsewhere only
+// the memory limit the API server has.
 func (pp *podProc) Stats() lab.ProcStats {
 	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	return lab.ProcStats{MemoryLimitBytes: pp.limitB}
+	uid, cid, running, last := pp.uid, pp.cid, pp.running, pp.last
+	limit := pp.limitB
+	pp.mu.Unlock()
+	if running {
+		if st, ok := readStats(uid, cid); ok {
+			pp.mu.Lock()
+			pp.last = &st
+			pp.mu.Unlock()
+			return st
+		}
+	}
+	if last != nil {
+		return *last
+	}
+	return lab.ProcStats{MemoryLimitBytes: limit}
 }
 
 func (pp *podProc) Done() <-chan struct{} { return pp.done }
