@@ -11,6 +11,7 @@
 #   ./scripts/verify.sh il-0587    # one scenario (id or case id)
 #   ./scripts/verify.sh examples   # the example clients only
 #   ./scripts/verify.sh tests      # the release-tier tests only
+#   ./scripts/verify.sh kubernetes # the test cluster: replays and tests there
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -50,6 +51,21 @@ if [ -z "$want" ] || [ "$want" = tests ]; then
   echo "verify: the release-tier tests (CHAOSLAB_FULL=1)" >&2
   CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" CHAOSLAB_FULL=1 \
     go test -p 1 -count=1 -timeout 120m -run '^TestIntegration' ./... || { echo "verify: FAILED: release-tier tests" >&2; fail=1; }
+fi
+# The Kubernetes placement on the test cluster (docs/kubernetes.md): its
+# binaries built once (~12 min cold), the cluster up (~30 s with the
+# images), the seeds calibrated for it replayed there, then its tests and
+# the systems' contract on it; the cluster removed at the end.
+if [ -z "$want" ] || [ "$want" = kubernetes ]; then
+  echo "verify: the test cluster" >&2
+  ./bin/chaoslab images binaries --only kubernetes >/dev/null
+  CHAOSLAB=$PWD/bin/chaoslab ./scripts/kube-up.sh
+  trap './scripts/kube-down.sh' EXIT
+  replay il-0587-zk-treecache-reconnect-storm kubernetes
+  echo "verify: the kubernetes placement's tests and the systems' contract on it" >&2
+  CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" \
+    go test -p 1 -count=1 -timeout 30m -run '^TestIntegration' ./harness/placement/kubernetes ./harness/infra/kube ./harness/systems/contract ||
+    { echo "verify: FAILED: kubernetes tests" >&2; fail=1; }
 fi
 echo "verify: reports under $out" >&2
 exit $fail

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -128,8 +129,9 @@ func imagesListCmd() *cobra.Command {
 func imagesBinariesCmd() *cobra.Command {
 	var opts images.Options
 	var only []string
+	var cached bool
 	cmd := &cobra.Command{
-		Use:   "binaries [--only etcd,consul,chaoslab,kubernetes]",
+		Use:   "binaries [--only etcd,consul,chaoslab,kubernetes] [--cached]",
 		Short: "Build the server binaries for this machine (etcd, consul, chaoslab), no Docker needed",
 		Long: `Build the binaries the local placement runs and the images hold (etcd and
 consul from the modules under tools/, a static chaoslab from this source
@@ -142,8 +144,12 @@ it while Debian's packages install.
 kube-controller-manager, kube-scheduler, kubelet, kubectl, ` + images.KubeVersion + `, from
 tools/kubernetes, ~12 min cold on 2 cores) and its pause image, a docker-save
 archive (scripts/kube-up.sh runs it; never part of the default set).
+With --cached it builds nothing: it says where the cached ones are, and
+fails when one is not built (the test command starts the test cluster
+only where its binaries are already there).
 
-Exit status: 0; 2 for a bad flag; 3 when a binary could not be built.`,
+Exit status: 0; 2 for a bad flag; 3 when a binary could not be built (or,
+with --cached, is not in the cache).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -161,6 +167,9 @@ Exit status: 0; 2 for a bad flag; 3 when a binary could not be built.`,
 			}
 			if len(want) == 0 {
 				want = map[string]bool{"etcd": true, "consul": true, "chaoslab": true}
+			}
+			if cached && (len(want) != 1 || !want["kubernetes"]) {
+				return errInput(errors.New("--cached goes with --only kubernetes"))
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			defer tw.Flush()
@@ -181,7 +190,11 @@ Exit status: 0; 2 for a bad flag; 3 when a binary could not be built.`,
 			}
 			if want["kubernetes"] {
 				start := time.Now()
-				k, err := images.Kubernetes(ctx, opts)
+				find := images.Kubernetes
+				if cached {
+					find = images.KubernetesCached
+				}
+				k, err := find(ctx, opts)
 				if err != nil {
 					return fmt.Errorf("build kubernetes: %w", err)
 				}
@@ -194,6 +207,7 @@ Exit status: 0; 2 for a bad flag; 3 when a binary could not be built.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&cached, "cached", false, "build nothing: fail when the kubernetes binaries are not in the cache (only with --only kubernetes)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "build only these (etcd, consul, chaoslab, kubernetes; comma-separated); default etcd, consul and chaoslab")
 	return cmd
 }
