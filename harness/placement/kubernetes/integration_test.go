@@ -23,6 +23,7 @@ import (
 	"github.com/chaoslab/chaoslab/harness/kinds/zkmirror"
 	"github.com/chaoslab/chaoslab/harness/lab"
 	"github.com/chaoslab/chaoslab/harness/systems/zookeeper"
+	"github.com/chaoslab/chaoslab/harness/systems/zookeeper/zkcheck"
 	"github.com/chaoslab/chaoslab/record"
 )
 
@@ -123,6 +124,38 @@ func TestIntegration_KubernetesZooKeeper(t *testing.T) {
 	st, err := ls.State(ctx)
 	require.NoError(t, err)
 	require.Equal(t, lab.StateRunning, st, "thawed")
+	hctx, hcancel = context.WithTimeout(ctx, time.Minute)
+	require.NoError(t, c.WaitHealthy(hctx))
+	hcancel()
+	// disconnect: a follower cut off in its node's network for 3 s: the
+	// cut read back from the node's rules, its client port unanswered
+	// through its forward, then answered again.
+	var follower lab.Member
+	for _, m := range c.Members() {
+		if m.Name() != leader.Name() {
+			follower = m
+		}
+	}
+	fs := follower.(lab.Server)
+	pctx, proofs = faults.WithProofs(ctx, nil)
+	cutAnswer := make(chan string, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		cut := fs.Disconnected()
+		asked := time.Now()
+		out, err := zkcheck.FourLetter(ctx, fs.Addr("client", lab.FromHost), "ruok")
+		t.Logf("ruok while cut off: %q, %v, after %s", out, err, time.Since(asked).Round(time.Millisecond))
+		cutAnswer <- fmt.Sprintf("%v %q", cut, out)
+	}()
+	require.NoError(t, faults.MustNew("disconnect").Inject(pctx, follower, 3*time.Second))
+	require.Equal(t, `true ""`, <-cutAnswer, "cut off: read back, and ruok unanswered")
+	pr = proofs.List()
+	require.Len(t, pr, 1)
+	require.Equal(t, record.Landed, pr[0].Landed, "%+v", pr[0])
+	require.False(t, fs.Disconnected())
+	out, err := zkcheck.FourLetter(ctx, fs.Addr("client", lab.FromHost), "ruok")
+	require.NoError(t, err)
+	require.Equal(t, "imok", out, "answers again")
 	hctx, hcancel = context.WithTimeout(ctx, time.Minute)
 	require.NoError(t, c.WaitHealthy(hctx))
 	hcancel()

@@ -31,6 +31,23 @@ type relay struct {
 	// is what the last one said.
 	restarts int
 	lastEnd  string
+	// cut: the server is cut off from its node's network; a connection
+	// is refused at once (its forward would fail at the cut, and the
+	// relay's waits for a forward would carry it past the cut).
+	cut bool
+}
+
+// setCut says whether the server is cut off now.
+func (r *relay) setCut(cut bool) {
+	r.mu.Lock()
+	r.cut = cut
+	r.mu.Unlock()
+}
+
+func (r *relay) isCut() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cut
 }
 
 // ended says how many forwards ended while their pod ran, and why the
@@ -172,6 +189,9 @@ func (r *relay) serve(ln net.Listener, remote int) {
 		}
 		go func() {
 			defer c.Close()
+			if r.isCut() {
+				return
+			}
 			f, err := r.current(3 * time.Second)
 			if err != nil {
 				return

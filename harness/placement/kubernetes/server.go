@@ -728,6 +728,7 @@ func (sv *server) limit(resource string) (float64, error) {
 // container's sockets send (netcut, as on local processes), until
 // Reconnect. Only where its node is this machine.
 func (sv *server) Disconnect(ctx context.Context) error {
+	began := time.Now()
 	ns, groups, err := sv.netGroups()
 	if err != nil {
 		return fmt.Errorf("disconnect %s: %w", sv.Name(), err)
@@ -738,6 +739,8 @@ func (sv *server) Disconnect(ctx context.Context) error {
 	sv.mu.Lock()
 	sv.cutIn = ns
 	sv.mu.Unlock()
+	sv.relay.setCut(true)
+	sv.site.log.Info("kubernetes: server cut off in its node's network", "server", sv.Name(), "ports", sv.ports(), "group", groups, "netns_of", int(ns), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
@@ -787,7 +790,11 @@ func (sv *server) Reconnect(ctx context.Context) error {
 	if ns == 0 {
 		return nil
 	}
-	return sv.site.netns(ns).Restore(ctx, sv.site.runID, sv.Name())
+	if err := sv.site.netns(ns).Restore(ctx, sv.site.runID, sv.Name()); err != nil {
+		return err
+	}
+	sv.relay.setCut(false)
+	return nil
 }
 
 // Disconnected reads the cut back from the node's rules.

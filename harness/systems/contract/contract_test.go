@@ -155,17 +155,18 @@ func dialFails(cut bool) func(*testing.T, member) {
 		if _, ok := m.Layout().Ports[port]; !ok {
 			port = "http"
 		}
-		answered := answers(m.Addr(port, lab.FromHost), m.Layout().Role)
-		require.Equal(t, !cut, answered, "%s answers on its %s port (cut off: %v)", m.Name(), port, cut)
+		got := answer(m.Addr(port, lab.FromHost), m.Layout().Role)
+		require.Equal(t, !cut, got != "", "%s answers on its %s port (cut off: %v): %q", m.Name(), port, cut, got)
 	}
 }
 
-// answers says whether a server answers a request on addr: ZooKeeper's
-// ruok, an HTTP GET otherwise (etcd's and Consul's ports speak HTTP).
-func answers(addr, role string) bool {
+// answer is what a server answers a request on addr ("": nothing):
+// ZooKeeper's ruok, an HTTP GET otherwise (etcd's and Consul's ports
+// speak HTTP).
+func answer(addr, role string) string {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer conn.Close()
 	req := "GET /health HTTP/1.0\r\n\r\n"
@@ -174,8 +175,9 @@ func answers(addr, role string) bool {
 	}
 	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
 	if _, err := conn.Write([]byte(req)); err != nil {
-		return false
+		return ""
 	}
-	n, _ := conn.Read(make([]byte, 64))
-	return n > 0
+	b := make([]byte, 64)
+	n, _ := conn.Read(b)
+	return string(b[:n])
 }
