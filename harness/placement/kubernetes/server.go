@@ -920,7 +920,15 @@ func (pp *podProc) isRunning() bool {
 	return pp.running
 }
 
-func (pp *podProc) Desc() string { return "pod " + pp.ns + "/" + pp.name }
+// Desc names the pod and its uid: a pod created again under the same
+// name is another.
+func (pp *podProc) Desc() string {
+	uid := pp.uid
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	return "pod " + pp.ns + "/" + pp.name + " (uid " + uid + ")"
+}
 func (pp *podProc) Pid() int     { return 0 }
 func (pp *podProc) Host() string { return "127.0.0.1" }
 

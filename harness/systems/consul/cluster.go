@@ -288,11 +288,12 @@ func (m *member) roleFor(leader string) string {
 	return lab.RoleFollower
 }
 
-// raftAddr is the address /v1/status/leader names for a server: its bind
-// address (its own on the site's network) and raft port.
+// raftAddr is the address /v1/status/leader names for a server: the
+// address it advertises (its layout's, when that is an address, else its
+// own on the site's network: a container's) and raft port.
 func (m *member) raftAddr() string {
 	host := m.Layout().Host
-	if p := m.Proc(); p != nil && p.Host() != "" {
+	if p := m.Proc(); p != nil && p.Host() != "" && net.ParseIP(host) == nil {
 		host = p.Host()
 	}
 	return net.JoinHostPort(host, strconv.Itoa(m.Layout().Ports["server"]))

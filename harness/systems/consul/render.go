@@ -3,6 +3,7 @@ package consul
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -57,6 +58,11 @@ func (t *Topology) render(bin string) servers.Render {
 		}
 		args = append(args, "-node="+l.Name, "-data-dir="+l.DataDir, "-bind="+l.Bind, "-client="+l.Bind,
 			"-serf-lan-port="+port(l, "serf_lan"), "-http-port="+port(l, "http"), "-dns-port="+port(l, "dns"), "-grpc-port=-1")
+		if l.Bind == "0.0.0.0" && net.ParseIP(l.Host) != nil {
+			// Bound to every address of a network with several (a node's):
+			// it advertises the one its peers reach it at.
+			args = append(args, "-advertise="+l.Host)
+		}
 		if server {
 			args = append(args, "-server-port="+port(l, "server"), "-serf-wan-port="+port(l, "serf_wan"), "-grpc-tls-port=-1",
 				fmt.Sprintf("-hcl=performance { raft_multiplier = %d }", t.RaftMultiplier))
