@@ -1,4 +1,4 @@
-package kube
+package kube_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chaoslab/chaoslab/harness/infra/images"
+	"github.com/chaoslab/chaoslab/harness/infra/kube"
 	"github.com/chaoslab/chaoslab/harness/labtest"
 )
 
@@ -90,7 +91,7 @@ func TestIntegration_KubeUpDown(t *testing.T) {
 	}
 	kubectl := func(stdin string, args ...string) string {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(dir, "bin", "kubectl"), append([]string{"--kubeconfig", Kubeconfig(dir)}, args...)...)
+		cmd := exec.CommandContext(ctx, filepath.Join(dir, "bin", "kubectl"), append([]string{"--kubeconfig", kube.Kubeconfig(dir)}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
