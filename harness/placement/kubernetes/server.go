@@ -34,6 +34,12 @@ func (s *Site) Layout(spec lab.ServerSpec) (lab.ServerLayout, error) {
 	s.mu.Lock()
 	n := s.nodes[s.laidOut%len(s.nodes)]
 	s.laidOut++
+	if spec.User != "" {
+		if s.users == nil {
+			s.users = map[string]string{}
+		}
+		s.users[spec.Name] = spec.User
+	}
 	s.mu.Unlock()
 	l := lab.ServerLayout{Name: spec.Name, Role: spec.Role, Host: n.ip, Bind: "0.0.0.0", Ports: map[string]int{},
 		ConfDir: "/conf", DataDir: "/data", Log: filepath.Join(s.dir, "logs", spec.Name+".log")}
@@ -276,6 +282,21 @@ func (sv *server) objects() (cm, pd map[string]any) {
 		volumes, mounts = append(volumes, v), append(mounts, m)
 	}
 	c["volumeMounts"] = mounts
+	var inits []any
+	sv.site.mu.Lock()
+	user := sv.site.users[l.Name]
+	sv.site.mu.Unlock()
+	if claim != "" && user != "" {
+		// A claim's folders are root's (0750); the server switches to its
+		// user itself: they are opened to it as a pod's own would be.
+		inits = append(inits, map[string]any{
+			"name": "open-folders", "image": sv.image, "imagePullPolicy": "Never",
+			"command":         []string{"/bin/sh", "-c", `chmod 0777 "$@"`, "sh", l.ConfDir, l.DataDir},
+			"securityContext": map[string]any{"runAsUser": 0},
+			"volumeMounts":    mounts[:len(uniq(l.ConfDir, l.DataDir))],
+			"resources":       resources(lab.Limits{}),
+		})
+	}
 	grace := 5
 	pd = map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
@@ -291,6 +312,9 @@ func (sv *server) objects() (cm, pd map[string]any) {
 			"containers":                    []any{c},
 			"volumes":                       volumes,
 		},
+	}
+	if len(inits) > 0 {
+		pd["spec"].(map[string]any)["initContainers"] = inits
 	}
 	return cm, pd
 }

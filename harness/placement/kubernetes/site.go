@@ -37,6 +37,9 @@ type Site struct {
 	programs map[string]*program // by pod name (program.go)
 	early    map[string]*pod     // a program pod's last event before its uid was claimed
 	laidOut  int
+	// users are the servers that switch to a user of their own (by
+	// name): their folders are opened to it.
+	users map[string]string
 	ports    map[int]bool // host ports taken on the nodes' network
 	nextPort int
 	closed   bool
