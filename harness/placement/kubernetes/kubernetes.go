@@ -67,6 +67,7 @@ type Placement struct {
 	// storage is the StorageClass of servers' folders ("": their pods'
 	// own, gone with them).
 	storage string
+	nodes   string // the nodes, for the report
 }
 
 // New is the Kubernetes placement of a run.
@@ -122,6 +123,11 @@ func (p *Placement) Prepare(ctx context.Context, needs []lab.ImageNeed) error {
 	} else {
 		p.mu.Lock()
 		p.split = on
+		p.mu.Unlock()
+	}
+	if nodes, err := clusterNodes(ctx, p.k); err == nil {
+		p.mu.Lock()
+		p.nodes = nodes
 		p.mu.Unlock()
 	}
 	if class, err := storageClass(ctx, p.k); err != nil {
@@ -200,7 +206,42 @@ func (p *Placement) Versions() map[string]string {
 	if p.server != "" {
 		out["kubernetes"] = p.server
 	}
+	if p.nodes != "" {
+		out["kubernetes nodes"] = p.nodes
+	}
 	return out
+}
+
+// clusterNodes says what the cluster's nodes are: how many, their
+// kubelets and runtimes ("1 (kubelet v1.34.4, containerd://1.6.20)").
+func clusterNodes(ctx context.Context, k kubectl) (string, error) {
+	var list struct {
+		Items []struct {
+			Status struct {
+				NodeInfo struct {
+					KubeletVersion          string `json:"kubeletVersion"`
+					ContainerRuntimeVersion string `json:"containerRuntimeVersion"`
+				} `json:"nodeInfo"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := k.getJSON(ctx, &list, "nodes"); err != nil {
+		return "", err
+	}
+	seen := map[string]int{}
+	var kinds []string
+	for _, n := range list.Items {
+		d := "kubelet " + n.Status.NodeInfo.KubeletVersion + ", " + n.Status.NodeInfo.ContainerRuntimeVersion
+		if seen[d] == 0 {
+			kinds = append(kinds, d)
+		}
+		seen[d]++
+	}
+	parts := make([]string, len(kinds))
+	for i, d := range kinds {
+		parts[i] = fmt.Sprintf("%d (%s)", seen[d], d)
+	}
+	return strings.Join(parts, "; "), nil
 }
 
 // Open creates the variant's namespace, labelled with the run's id and
