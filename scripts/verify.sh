@@ -62,6 +62,7 @@ if [ -z "$want" ] || [ "$want" = kubernetes ]; then
   CHAOSLAB=$PWD/bin/chaoslab ./scripts/kube-up.sh
   trap './scripts/kube-down.sh' EXIT
   replay il-0587-zk-treecache-reconnect-storm kubernetes
+  replay il-0206-consul-agent-oom-primary-fallback kubernetes
   echo "verify: the kubernetes placement's tests and the systems' contract on it" >&2
   CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" \
     go test -p 1 -count=1 -timeout 30m -run '^TestIntegration' ./harness/placement/kubernetes ./harness/infra/kube ./harness/systems/contract ||
