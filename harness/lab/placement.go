@@ -45,6 +45,22 @@ func RunsHostCommands(p Placement) bool {
 	return ok && h.RunsHostCommands()
 }
 
+// LimitRefuser is implemented by a placement that cannot hold a program
+// to every kind of limit on its own: RefusesLimit says why it cannot
+// hold one ("pids", "memory", "cpu"), "" when it can.
+type LimitRefuser interface {
+	RefusesLimit(kind string) string
+}
+
+// RefusesLimit says why p cannot hold a program to a limit of kind ("":
+// it can), so that a kind refuses a scenario before anything starts.
+func RefusesLimit(p Placement, kind string) string {
+	if r, ok := p.(LimitRefuser); ok {
+		return r.RefusesLimit(kind)
+	}
+	return ""
+}
+
 // ImageNeed is an image a run needs on a container placement: Name is
 // what --image NAME=REF and CHAOSLAB_<NAME>_IMAGE override, Ref the image
 // the scenario names ("" for none), Defaults the images tried in order

@@ -55,3 +55,22 @@ func TestStartSpread(t *testing.T) {
 	require.Equal(t, 3, n)
 	require.InDelta(t, 1.3, spread, 1e-9)
 }
+
+// refusingPids is a placement that cannot hold a program to a number of
+// threads (the kubernetes placement).
+type refusingPids struct{ lab.Placement }
+
+func (refusingPids) Name() string { return "kubernetes" }
+func (refusingPids) RefusesLimit(kind string) string {
+	return map[string]string{"pids": "no pids here"}[kind]
+}
+
+// A fleet under a thread limit is refused before anything starts where
+// the placement cannot hold each server to it.
+func TestPreflightRefusesAThreadLimitThePlacementCannotHold(t *testing.T) {
+	st := kind{}.NewSettings().(*Settings)
+	err := kind{}.Preflight(refusingPids{}, st)
+	require.ErrorContains(t, err, "thread_limit 40: no pids here")
+	st.ThreadLimit = 0
+	require.NoError(t, kind{}.Preflight(refusingPids{}, st))
+}

@@ -228,12 +228,16 @@ func (kind) PreferPlacement() (string, string) {
 }
 
 // Preflight: a user's server that is a command of this host runs only
-// where host commands do; a full mesh of containers on one bridge needs
-// room in the neighbour table.
+// where host commands do; the thread limit only where a placement holds
+// each server to one; a full mesh of containers on one bridge needs room
+// in the neighbour table.
 func (kind) Preflight(p lab.Placement, s lab.Settings) error {
 	st := s.(*Settings)
 	if st.Program != nil && st.Program.Image == "" && !lab.RunsHostCommands(p) {
 		return fmt.Errorf("your server is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
+	}
+	if why := lab.RefusesLimit(p, "pids"); st.ThreadLimit > 0 && why != "" {
+		return fmt.Errorf("thread_limit %d: %s", st.ThreadLimit, why)
 	}
 	if p.Name() != "docker" {
 		return nil

@@ -40,7 +40,7 @@ type program struct {
 // refused: Kubernetes limits pids per node, not per container.
 func (s *Site) Start(ctx context.Context, prog lab.Program) (lab.Proc, error) {
 	if prog.Limits.Pids > 0 {
-		return nil, fmt.Errorf("start %s: a limit of %d threads (pids) cannot be set on one pod: Kubernetes limits pids per node (the kubelet's podPidsLimit)", prog.Name, prog.Limits.Pids)
+		return nil, fmt.Errorf("start %s: a limit of %d threads: %s", prog.Name, prog.Limits.Pids, s.p.RefusesLimit("pids"))
 	}
 	img, args, err := s.programImage(prog)
 	if err != nil {
@@ -281,4 +281,13 @@ var _ lab.Proc = (*program)(nil)
 func hostBinary(path, at string) (volume, mount map[string]any) {
 	return map[string]any{"name": "host-binary", "hostPath": map[string]any{"path": path, "type": "File"}},
 		map[string]any{"name": "host-binary", "mountPath": at, "readOnly": true}
+}
+
+// RefusesLimit: a pod's processes and threads are limited per node (the
+// kubelet's podPidsLimit), not per container.
+func (p *Placement) RefusesLimit(kind string) string {
+	if kind == "pids" {
+		return "the kubernetes placement cannot hold one program to a number of threads (pids): Kubernetes limits them per node (the kubelet's podPidsLimit), not per container"
+	}
+	return ""
 }
