@@ -159,6 +159,23 @@ type Controller interface {
 	ControllerHost(ctx context.Context) (string, error)
 }
 
+// ControllerReach is implemented by a placement whose programs may not
+// reach a listener of the controller (this process) at all: pods of a
+// cluster the lab drives from outside it.
+type ControllerReach interface {
+	ReachesController() error
+}
+
+// ReachesController says why programs started on p cannot reach a
+// listener of the controller (nil: they can), so that a kind whose
+// programs need one refuses the scenario before anything starts.
+func ReachesController(p Placement) error {
+	if r, ok := p.(ControllerReach); ok {
+		return r.ReachesController()
+	}
+	return nil
+}
+
 // ControllerHost is where programs started on site reach a listener of
 // the controller: 127.0.0.1 unless the site says otherwise.
 func ControllerHost(ctx context.Context, site Site) (string, error) {

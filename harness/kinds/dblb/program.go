@@ -26,6 +26,9 @@ func (kind) Preflight(p lab.Placement, s lab.Settings) error {
 	if st := s.(*Settings); st.Program != nil && st.Program.Image == "" && !lab.RunsHostCommands(p) {
 		return fmt.Errorf("your app pod is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
 	}
+	if err := lab.ReachesController(p); s.(*Settings).Program != nil && err != nil {
+		return fmt.Errorf("your app pods ask their agents through the lab's forwarders: %w", err)
+	}
 	return nil
 }
 

@@ -64,6 +64,11 @@ func (kind) Preflight(p lab.Placement, s lab.Settings) error {
 	if st := s.(*Settings); st.Program != nil && st.Program.Image == "" && !lab.RunsHostCommands(p) {
 		return fmt.Errorf("your create-volume caller is a command of this host, which the %s placement cannot run: give its image too (--client-image, or program.image)", p.Name())
 	}
+	// The storage nodes mirror through the lab's link proxies, which
+	// listen in the lab's own process.
+	if err := lab.ReachesController(p); err != nil {
+		return fmt.Errorf("the storage nodes reach each other through the lab's link proxies: %w", err)
+	}
 	return nil
 }
 

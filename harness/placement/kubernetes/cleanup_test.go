@@ -140,4 +140,3 @@ func waitNothingLeft(t *testing.T, ctx context.Context, k kubectl, ns string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
-

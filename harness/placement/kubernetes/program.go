@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -291,3 +292,13 @@ func (p *Placement) RefusesLimit(kind string) string {
 	}
 	return ""
 }
+
+// errNoController: the lab drives the cluster from outside it (through
+// the API server): its pods have no route to a listener of this process.
+var errNoController = errors.New("programs on the kubernetes placement cannot reach a listener of the lab's own process: the lab drives the cluster from outside it, through its API server")
+
+// ReachesController: they cannot (errNoController).
+func (p *Placement) ReachesController() error { return errNoController }
+
+// ControllerHost: there is none (errNoController).
+func (s *Site) ControllerHost(context.Context) (string, error) { return "", errNoController }

@@ -39,7 +39,7 @@ type Site struct {
 	laidOut  int
 	// users are the servers that switch to a user of their own (by
 	// name): their folders are opened to it.
-	users map[string]string
+	users    map[string]string
 	ports    map[int]bool // host ports taken on the nodes' network
 	nextPort int
 	closed   bool
