@@ -74,7 +74,7 @@ func TestProgramObjects(t *testing.T) {
 	require.Equal(t, "a = 1\n", cm["data"].(map[string]string)["f0-agent.hcl"])
 
 	_, err := s.Start(context.Background(), lab.Program{Name: "fe-01-0", Agent: "kinesis-frontend", Limits: lab.Limits{Pids: 40}})
-	require.ErrorContains(t, err, "Kubernetes limits pids per node")
+	require.ErrorContains(t, err, "Kubernetes limits them per node")
 }
 
 // fakeKubectl is a kubectl that prints a program's output as the API
