@@ -12,9 +12,9 @@ import (
 )
 
 // A Placement is where programs run: local processes under cgroups,
-// containers. One implementation per placement is shared by the servers of
-// a system and the programs of a workload. See GUIDE.md for how a
-// Kubernetes placement would map.
+// containers, pods of a Kubernetes cluster. One implementation per
+// placement is shared by the servers of a system and the programs of a
+// workload. See GUIDE.md for how the Kubernetes placement maps.
 type Placement interface {
 	Name() string
 	// Available says whether this placement can be used here now (an
