@@ -91,7 +91,7 @@ links to are compressed (.log.gz).`,
 	fl.StringVar(&f.size, "size", "", "replay at one of the scenario's sizes (ci: the reduced size CI replays; chaoslab show lists them); default: the scenario as written")
 	fl.Int64Var(&f.seed, "seed", 1, "random seed (recorded in the report; the same seed replays the same choices)")
 	fl.StringVar(&f.out, "out", "out/runs", "parent folder of the run's report folder")
-	fl.StringVar(&f.placement, "placement", "auto", "where servers and clients run: local (processes here), docker (containers), kubernetes (pods of the cluster kubectl reaches, docs/kubernetes.md: in progress), auto (docker when an engine answers and the images are here, else local, unless the workload was calibrated on one)")
+	fl.StringVar(&f.placement, "placement", "auto", "where servers and clients run: local (processes here), docker (containers), kubernetes (pods of the cluster kubectl reaches, docs/kubernetes.md), auto (docker when an engine answers and the images are here, else local, unless the workload was calibrated on one)")
 	fl.StringVar(&f.placement, "backend", "auto", "the same as --placement")
 	_ = fl.MarkHidden("backend")
 	fl.StringToStringVar(&f.imgs, "image", nil, "image of a system on the docker placement, e.g. --image zookeeper=zookeeper:3.8 (also CHAOSLAB_ZOOKEEPER_IMAGE, CHAOSLAB_CLIENT_IMAGE, or topology.zookeeper.image)")
