@@ -36,22 +36,31 @@ func podFreezer(uid string) (*freezer, error) {
 // podCgroup is the pod's cgroup on this machine: in the freezer
 // hierarchy (v1) or the unified one (v2).
 func podCgroup(uid string) (dir string, v2, ok bool) {
-	pod := "pod" + uid
 	for _, c := range []struct {
 		root, control string
 		v2            bool
 	}{{filepath.Join(cgroupFS, "freezer"), "freezer.state", false}, {cgroupFS, "cgroup.freeze", true}} {
-		for _, pat := range []string{"kubepods*/%s", "kubepods*/*/%s", "*/kubepods*/%s", "*/kubepods*/*/%s"} {
-			m, _ := filepath.Glob(filepath.Join(c.root, fmt.Sprintf(pat, pod)))
-			if len(m) == 0 {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(m[0], c.control)); err == nil {
-				return m[0], c.v2, true
-			}
+		if dir, ok := findPodDir(c.root, uid, c.control); ok {
+			return dir, c.v2, true
 		}
 	}
 	return "", false, false
+}
+
+// findPodDir is the cgroup of the pod uid under one hierarchy's root,
+// made by a kubelet with the cgroupfs driver (kubepods/<qos>/pod<uid>,
+// under its cgroupRoot), joined with sub, which must exist.
+func findPodDir(root, uid, sub string) (string, bool) {
+	for _, pat := range []string{"kubepods*/%s", "kubepods*/*/%s", "*/kubepods*/%s", "*/kubepods*/*/%s"} {
+		m, _ := filepath.Glob(filepath.Join(root, fmt.Sprintf(pat, "pod"+uid)))
+		if len(m) == 0 {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(m[0], sub)); err == nil {
+			return m[0], true
+		}
+	}
+	return "", false
 }
 
 // podPids are the processes of the pod uid, from its cgroup and its

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,16 +17,12 @@ func containerMemoryDir(uid, containerID string) (dir string, v2, ok bool) {
 	if !found || id == "" {
 		return "", false, false
 	}
-	pod := "pod" + uid
 	for _, c := range []struct {
 		root string
 		v2   bool
 	}{{filepath.Join(cgroupFS, "memory"), false}, {cgroupFS, true}} {
-		for _, pat := range []string{"kubepods*/%s", "kubepods*/*/%s", "*/kubepods*/%s", "*/kubepods*/*/%s"} {
-			m, _ := filepath.Glob(filepath.Join(c.root, fmt.Sprintf(pat, pod), id))
-			if len(m) > 0 {
-				return m[0], c.v2, true
-			}
+		if dir, ok := findPodDir(c.root, uid, id); ok {
+			return filepath.Join(dir, id), c.v2, true
 		}
 	}
 	return "", false, false
